@@ -1,0 +1,83 @@
+// Command flyctl is the human side of fly: it inspects and controls the
+// per-user flyd daemon, and its "mcp" verb is the stdio shim that editors
+// start as their MCP server.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError marks a mistake in the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps run's error to the process exit status, printing it.
+func exitCode(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "flyctl: %v\nRun 'flyctl --help' for usage.\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "flyctl: %v\n", err)
+		return 1
+	}
+}
+
+const usage = `flyctl talks to flyd, the per-user daemon that shares one workspace index,
+one set of flutter runs and their logs between every MCP client.
+
+Usage:
+  flyctl <command> [flags]
+
+Commands:
+  mcp       relay an editor's MCP stdio stream to flyd (put this in the editor's MCP config)
+  status    show the daemon's state
+  version   print flyctl's version
+
+Run 'flyctl <command> --help' for a command's flags.
+
+Examples:
+  flyctl mcp --workspace ~/src/my_app
+  flyctl status --json
+`
+
+// run is flyctl without the process around it, so tests call it in-process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usagef("no command given")
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "mcp":
+		return runMCP(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "status":
+		return runStatus(ctx, args[1:], getenv, stdout, stderr)
+	case "version":
+		return runVersion(ctx, args[1:], getenv, stdout)
+	}
+	return usagef("unknown command %q", args[0])
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/shim"
+)
+
+const mcpUsage = `Usage:
+  flyctl mcp [flags]
+
+Relays an MCP client's stdio stream (newline-delimited JSON-RPC) to flyd,
+the per-user daemon, so every editor shares one workspace index, one set of
+flutter runs and their logs. Put this command in your editor's MCP config.
+stdout carries only the protocol; diagnostics go to stderr.
+
+The session is bound to the workspace root (the current directory unless
+--workspace is given) and passes on PATH, FLUTTER_ROOT, ANDROID_HOME,
+ANDROID_SDK_ROOT, JAVA_HOME, PUB_CACHE and HOME for the flutter processes
+it starts. If no flyd answers, it starts one in the background (the flyd
+binary next to flyctl, else on PATH, or the one given with --flyd PATH);
+that flyd keeps running after the editor exits and logs to flyd.log in
+the state directory.
+
+Flags:
+%s
+Examples:
+  # In an editor's MCP config, for the project the editor has open:
+  flyctl mcp
+
+  # For a given project:
+  flyctl mcp --workspace ~/src/my_app
+
+  # With a flyd that is not installed next to flyctl or on PATH:
+  flyctl mcp --flyd ~/go/bin/flyd --start-timeout 30s
+`
+
+// runMCP is "flyctl mcp": it relays stdin and stdout to a flyd session
+// until stdin ends or ctx is done.
+func runMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("flyctl mcp", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // --help is handled below; errors are printed by main
+	workspace := fs.String("workspace", "", "workspace root the session is bound to (default: the current directory)")
+	flydPath := fs.String("flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
+	startTimeout := fs.Duration("start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
+	if err := fs.MarkHidden("flyd"); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, mcpUsage, fs.FlagUsages())
+			return nil
+		}
+		return usagef("mcp: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("mcp takes no arguments, got %q", fs.Args())
+	}
+	if *startTimeout <= 0 {
+		return usagef("mcp: --start-timeout must be positive, got %v", *startTimeout)
+	}
+
+	root, err := workspaceRoot(*workspace)
+	if err != nil {
+		return err
+	}
+	p, err := paths.Resolve(getenv)
+	if err != nil {
+		return err
+	}
+	if err := paths.CheckSocketPath(p.Socket); err != nil {
+		return err
+	}
+	flyd, err := findFlyd(*flydPath, getenv)
+	if err != nil {
+		return err
+	}
+	var argv []string
+	if flyd != "" {
+		argv = []string{flyd, "run"}
+	}
+
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	relay := shim.New(shim.Config{
+		Socket:       p.Socket,
+		StateDir:     p.StateDir,
+		Workspace:    root,
+		Env:          wire.EncodeEnv(getenv),
+		Flyd:         argv,
+		StartTimeout: *startTimeout,
+		Stdin:        stdin,
+		Stdout:       stdout,
+		Log:          log,
+	})
+	err = relay.Run(ctx)
+	if errors.Is(err, shim.ErrNotRunning) && flyd == "" {
+		return fmt.Errorf("%w, and flyctl cannot start it: no flyd binary next to flyctl or on PATH; "+
+			"install flyd there, pass --flyd PATH, or start it yourself with 'flyd run'", err)
+	}
+	return err
+}
+
+// workspaceRoot resolves the --workspace flag (the current directory
+// when empty) to an absolute path without symlinks, which must be a
+// directory.
+func workspaceRoot(dir string) (string, error) {
+	flagged := dir != ""
+	if !flagged {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("find the workspace: %w (pass --workspace DIR)", err)
+		}
+		dir = wd
+	}
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(root); err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is not a directory", root)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%s does not exist", dir)
+		}
+		if flagged {
+			return "", usagef("mcp: --workspace: %v", err)
+		}
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	return root, nil
+}
+
+// findFlyd returns the flyd binary to start when none answers: flag if
+// given (it must be an executable file), else "flyd" next to flyctl's own
+// binary (or its symlink target), else on PATH as getenv gives it. It
+// returns "" when there is none, which turns autostart off.
+func findFlyd(flag string, getenv func(string) string) (string, error) {
+	if flag != "" {
+		p, err := filepath.Abs(flag)
+		if err == nil {
+			err = checkExecutable(p)
+		}
+		if err != nil {
+			return "", usagef("mcp: --flyd: %v", err)
+		}
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs := []string{filepath.Dir(exe)}
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+		for _, d := range dirs {
+			if p := filepath.Join(d, "flyd"); checkExecutable(p) == nil {
+				return p, nil
+			}
+		}
+	}
+	for _, d := range filepath.SplitList(getenv("PATH")) {
+		if !filepath.IsAbs(d) {
+			continue // like os/exec, never run a binary found relative to the cwd
+		}
+		if p := filepath.Join(d, "flyd"); checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// checkExecutable reports whether path is a regular file someone may run.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case fi.Mode()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", path)
+	}
+	return nil
+}

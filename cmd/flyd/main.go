@@ -1,0 +1,140 @@
+// Command flyd is fly's per-user daemon: one process that every MCP client
+// of the user shares, through the "flyctl mcp" shim or WebSocket.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fly-dev/fly/daemon"
+	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+type usageError struct{ error }
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "flyd: %v\nRun 'flyd --help' for usage.\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "flyd: %v\n", err)
+		return 1
+	}
+}
+
+const usage = `flyd is fly's per-user daemon. Every MCP client of this user shares it:
+one workspace index per project, kept current, served over a Unix socket.
+
+Usage:
+  flyd run [flags]    run in the foreground, logging to stderr
+  flyd version        print the version
+
+Environment:
+  FLY_SOCKET      socket path (default $XDG_RUNTIME_DIR/fly/flyd.sock, else /tmp/fly-<uid>/flyd.sock)
+  FLY_STATE_DIR   state directory (default $XDG_STATE_HOME/fly, else ~/.local/state/fly)
+
+Examples:
+  flyd run
+  flyd run --log-level debug --log-format json
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{errors.New("no command given")}
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version":
+		fmt.Fprintf(stdout, "flyd %s (protocol %d)\n", wire.Version, wire.Protocol)
+		return nil
+	case "run":
+		return runDaemon(ctx, args[1:], getenv, stderr)
+	}
+	return usageError{fmt.Errorf("unknown command %q", args[0])}
+}
+
+func runDaemon(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("flyd run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxMsgMB := fs.Int("max-message-mb", 4, "largest MCP message a client may send, in MiB")
+	maxReadMB := fs.Int("max-read-mb", 1, "largest file part one resources/read returns, in MiB")
+	pageSize := fs.Int("page-size", 100, "resources per resources/list page")
+	linger := fs.Duration("linger", 10*time.Minute, "how long a workspace stays indexed after its last session")
+	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: flyd run [flags]\n\nRuns flyd in the foreground; logs go to stderr.\n\nFlags:\n%s\nExamples:\n  flyd run\n  FLY_SOCKET=/tmp/fly-test.sock flyd run --log-level debug\n", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *maxMsgMB < 1 || *maxReadMB < 1 {
+		return usageError{errors.New("--max-message-mb and --max-read-mb must be at least 1")}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level: %w", err)}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
+	switch *logFormat {
+	case "text":
+		h = slog.NewTextHandler(stderr, opts)
+	case "json":
+		h = slog.NewJSONHandler(stderr, opts)
+	default:
+		return usageError{fmt.Errorf("--log-format must be text or json, not %q", *logFormat)}
+	}
+	if os.Geteuid() == 0 && getenv("SUDO_UID") != "" {
+		return errors.New("refusing to run under sudo: flyd is a per-user daemon and would leave root-owned files in your state directory; run it as yourself")
+	}
+	p, err := paths.Resolve(getenv)
+	if err != nil {
+		return err
+	}
+	rules := daemon.DefaultRules()
+	for _, e := range *extraExt {
+		rules.Extensions = append(rules.Extensions, "."+strings.ToLower(strings.TrimPrefix(e, ".")))
+	}
+	srv := daemon.New(daemon.Config{
+		Paths:           p,
+		MaxMessageBytes: int64(*maxMsgMB) << 20,
+		MaxReadBytes:    int64(*maxReadMB) << 20,
+		PageSize:        *pageSize,
+		Linger:          *linger,
+		Rules:           rules,
+		Log:             slog.New(h),
+	})
+	return srv.Run(ctx)
+}

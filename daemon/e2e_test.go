@@ -1,0 +1,418 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sharedScenario: two clients on one workspace share one index; a change
+// reaches only the subscribed session; a new file tells everyone the list
+// changed. It runs in-process and through the real shim and daemon.
+func sharedScenario(t *testing.T, connect connector, status func() *Status) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"pubspec.yaml":           "name: demo\n",
+		"lib/main.dart":          "void main() {}\n",
+		"lib/other.dart":         "// other\n",
+		"build/out.dart":         "skipped\n",
+		"android/key.properties": "storePassword=x\n",
+	})
+	na, nb := newNotes(), newNotes()
+	a := connect(t, "client-a", root, na)
+	b := connect(t, "client-b", root, nb)
+
+	la, _ := listAll(t, a)
+	lb, _ := listAll(t, b)
+	if !slices.Equal(la, lb) {
+		t.Fatalf("two sessions on one workspace list differently:\nA %v\nB %v", la, lb)
+	}
+	want := []string{uriOverview, uriSessionsCurrent, uriSessionsRecent, "workspace:///lib/main.dart", "workspace:///lib/other.dart", "workspace:///pubspec.yaml"}
+	if !slices.Equal(la, want) {
+		t.Fatalf("resources/list = %v, want %v", la, want)
+	}
+	if status != nil {
+		st := status()
+		if len(st.Workspaces) != 1 || st.Workspaces[0].Sessions != 2 {
+			t.Fatalf("status workspaces = %+v, want one workspace with 2 sessions", st.Workspaces)
+		}
+		names := []string{st.Sessions[0].ClientName, st.Sessions[1].ClientName}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"client-a", "client-b"}) {
+			t.Errorf("status session clients = %v", names)
+		}
+	}
+
+	ctx := context.Background()
+	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "workspace:///lib/main.dart"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(ctx, &mcp.SubscribeParams{URI: "workspace:///lib/other.dart"}); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"lib/main.dart": "void main() { print(1); }\n"})
+	na.waitUpdated(t, "workspace:///lib/main.dart")
+	writeTree(t, root, map[string]string{"lib/other.dart": "// changed\n"})
+	// B's notifications arrive in order on one connection: had B been told
+	// of main.dart, it would show up before other.dart.
+	if others := nb.waitUpdated(t, "workspace:///lib/other.dart"); slices.Contains(others, "workspace:///lib/main.dart") {
+		t.Fatalf("session B was told of lib/main.dart, which it never subscribed to")
+	}
+	if text, _ := readText(t, b, "workspace:///lib/main.dart"); !strings.Contains(text, "print(1)") {
+		t.Fatalf("B reads stale lib/main.dart: %q", text)
+	}
+
+	writeTree(t, root, map[string]string{"lib/new_page.dart": "class NewPage {}\n"})
+	na.waitListChanged(t)
+	nb.waitListChanged(t)
+	lb, _ = listAll(t, b)
+	if !slices.Contains(lb, "workspace:///lib/new_page.dart") {
+		t.Fatalf("new file missing from list after list_changed: %v", lb)
+	}
+}
+
+func TestSharedWorkspaceInProcess(t *testing.T) {
+	sharedScenario(t, inProcess(newTestServer(t)), nil)
+}
+
+func TestSharedWorkspaceThroughShim(t *testing.T) {
+	e := newEnv(t)
+	startFlyd(t, e)
+	sharedScenario(t, viaShim(e), func() *Status {
+		st, err := getStatus(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
+// TestPagingLargeWorkspace pages through thousands of files: every served
+// file exactly once, nothing skipped, secret or outside.
+func TestPagingLargeWorkspace(t *testing.T) {
+	e := newEnv(t)
+	startFlyd(t, e, "--page-size", "100")
+	root := t.TempDir()
+	files := map[string]string{"pubspec.yaml": "name: big\n"}
+	want := map[string]bool{"workspace:///pubspec.yaml": true}
+	for i := range 3000 {
+		p := fmt.Sprintf("lib/feature_%02d/widget_%04d.dart", i%40, i)
+		files[p] = "// x\n"
+		want["workspace:///"+p] = true
+	}
+	for i := range 200 {
+		files[fmt.Sprintf("build/gen_%d.dart", i)] = "x"
+		files[fmt.Sprintf(".dart_tool/x_%d.dart", i)] = "x"
+		files[fmt.Sprintf("lib/assets/img_%d.png", i)] = "x"
+		files[fmt.Sprintf("ios/Pods/p_%d.h", i)] = "x"
+	}
+	files["android/key.properties"] = "x"
+	files[".env"] = "x"
+	files["android/app/upload.jks"] = "x"
+	writeTree(t, root, files)
+
+	cs := viaShim(e)(t, "pager", root, nil)
+	uris, pages := listAll(t, cs)
+	seen := map[string]bool{}
+	for _, u := range uris {
+		if !strings.HasPrefix(u, "workspace:") {
+			continue
+		}
+		if seen[u] {
+			t.Errorf("%s listed twice", u)
+		}
+		seen[u] = true
+		if !want[u] {
+			t.Errorf("%s listed but should not be served", u)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("listed %d workspace files, want %d", len(seen), len(want))
+	}
+	if pages < 30 {
+		t.Errorf("got %d pages for %d resources with page size 100", pages, len(uris))
+	}
+	if !slices.IsSorted(uris[3:]) {
+		t.Error("workspace files are not sorted")
+	}
+}
+
+// TestEscapesRefused tries to read outside the workspace in every way we
+// know of. Each attempt must fail with a clear error and nothing from
+// outside may ever come back.
+func TestEscapesRefused(t *testing.T) {
+	parent := t.TempDir()
+	root := filepath.Join(parent, "app")
+	sibling := filepath.Join(parent, "app-secrets") // shares the root's name as a prefix
+	const marker = "OUTSIDE-MARKER"
+	writeTree(t, parent, map[string]string{
+		"app/pubspec.yaml":            "name: app\n",
+		"app/lib/main.dart":           "void main() {}\n",
+		"app/android/key.properties":  "storePassword=" + marker,
+		"app/.env":                    "TOKEN=" + marker,
+		"app/.env.production":         "TOKEN=" + marker,
+		"app/android/app/release.jks": marker,
+		"app/certs/server.pem":        marker,
+		"app/build/app.dart":          marker,
+		"app/lib/logo.png":            marker,
+		"app-secrets/notes.dart":      marker,
+		"outside.dart":                marker,
+	})
+	mustSymlink(t, filepath.Join(parent, "outside.dart"), filepath.Join(root, "lib", "link_out.dart"))
+	mustSymlink(t, sibling, filepath.Join(root, "lib", "dir_out"))
+	mustSymlink(t, "/etc/passwd", filepath.Join(root, "passwd.txt"))
+
+	e := newEnv(t)
+	startFlyd(t, e)
+	cs := viaShim(e)(t, "attacker", root, nil)
+	attempts := []struct {
+		uri  string
+		code int64
+	}{
+		{"workspace:///../outside.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib/../../outside.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///%2e%2e/outside.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///%2E%2E%2Foutside.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib%2f..%2f..%2foutside.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:////etc/passwd", jsonrpc.CodeInvalidParams},
+		{"workspace:///" + filepath.Join(parent, "outside.dart"), jsonrpc.CodeInvalidParams},
+		{"workspace://host/lib/main.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib/main.dart%00.png", jsonrpc.CodeInvalidParams},
+		{"workspace:///..\\outside.dart", mcp.CodeResourceNotFound}, // backslash: not even a valid URI path
+		{"workspace:///lib\\..\\..\\outside.dart", mcp.CodeResourceNotFound},
+		{"workspace:///../app-secrets/notes.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib/link_out.dart", mcp.CodeResourceNotFound},
+		{"workspace:///lib/dir_out/notes.dart", mcp.CodeResourceNotFound},
+		{"workspace:///passwd.txt", mcp.CodeResourceNotFound},
+		{"workspace:///android/key.properties", mcp.CodeResourceNotFound},
+		{"workspace:///.env", mcp.CodeResourceNotFound},
+		{"workspace:///.env.production", mcp.CodeResourceNotFound},
+		{"workspace:///android/app/release.jks", mcp.CodeResourceNotFound},
+		{"workspace:///certs/server.pem", mcp.CodeResourceNotFound},
+		{"workspace:///build/app.dart", mcp.CodeResourceNotFound},
+		{"workspace:///lib/logo.png", mcp.CodeResourceNotFound},
+		{"workspace:///./lib/main.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib//main.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib/main.dart?start=-1", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib/main.dart?start=999999", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib/main.dart?offset=3", jsonrpc.CodeInvalidParams},
+		{"file:///etc/passwd", mcp.CodeResourceNotFound},
+	}
+	for _, a := range attempts {
+		res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: a.uri})
+		if err == nil {
+			t.Errorf("read %q succeeded: %q", a.uri, res.Contents[0].Text)
+			continue
+		}
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) {
+			t.Errorf("read %q: error %v is not a JSON-RPC error", a.uri, err)
+			continue
+		}
+		if we.Code != a.code {
+			t.Errorf("read %q: code %d (%s), want %d", a.uri, we.Code, we.Message, a.code)
+		}
+		if strings.Contains(we.Message, marker) {
+			t.Errorf("read %q leaked outside content in its error: %s", a.uri, we.Message)
+		}
+		if len(we.Message) < 20 {
+			t.Errorf("read %q: error %q does not say why", a.uri, we.Message)
+		}
+	}
+	// And the daemon is still fine.
+	if text, _ := readText(t, cs, "workspace:///lib/main.dart"); text != "void main() {}\n" {
+		t.Fatalf("lib/main.dart = %q after the attempts", text)
+	}
+}
+
+func mustSymlink(t testing.TB, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadRanges reads whole files and byte ranges through the shim.
+func TestReadRanges(t *testing.T) {
+	root := t.TempDir()
+	big := strings.Repeat("0123456789", 200_000) // 2 MB, over the 1 MiB cap
+	writeTree(t, root, map[string]string{
+		"lib/main.dart": "hello, world\n",
+		"lib/bad.dart":  "ok \xff\xfe bytes",
+		"lib/big.dart":  big,
+	})
+	e := newEnv(t)
+	startFlyd(t, e)
+	cs := viaShim(e)(t, "reader", root, nil)
+
+	text, meta := readText(t, cs, "workspace:///lib/main.dart")
+	if text != "hello, world\n" || meta["total"] != float64(13) || meta["start"] != float64(0) || meta["length"] != float64(13) {
+		t.Errorf("whole read = %q %v", text, meta)
+	}
+	text, meta = readText(t, cs, "workspace:///lib/main.dart?start=7&length=5")
+	if text != "world" || meta["total"] != float64(13) || meta["start"] != float64(7) || meta["length"] != float64(5) {
+		t.Errorf("ranged read = %q %v, want \"world\" total 13 start 7 length 5", text, meta)
+	}
+	text, meta = readText(t, cs, "workspace:///lib/main.dart?start=7")
+	if text != "world\n" || meta["length"] != float64(6) {
+		t.Errorf("read from start=7 = %q %v", text, meta)
+	}
+	if text, _ = readText(t, cs, "workspace:///lib/bad.dart"); text != "ok \uFFFD bytes" {
+		t.Errorf("invalid UTF-8 read = %q, want replacement characters", text)
+	}
+	_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "workspace:///lib/big.dart"})
+	if err == nil || !strings.Contains(err.Error(), "?start=0&length=") {
+		t.Errorf("whole read of a 2 MB file: err = %v, want a hint to use a range", err)
+	}
+	text, meta = readText(t, cs, "workspace:///lib/big.dart?start=1999990&length=100")
+	if text != "0123456789" || meta["total"] != float64(2_000_000) {
+		t.Errorf("tail of big file = %q %v", text, meta)
+	}
+}
+
+// TestSingleInstance: a second flyd on the same state dir exits at once,
+// naming the first one's pid.
+func TestSingleInstance(t *testing.T) {
+	e := newEnv(t)
+	first := startFlyd(t, e)
+	flyd, _ := binaries(t)
+	cmd := exec.Command(flyd, "run")
+	cmd.Env = e.vars
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second flyd: err = %v, want exit status 1\n%s", err, out)
+	}
+	want := fmt.Sprintf("flyd already running (pid %d)", first.cmd.Process.Pid)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("second flyd said %q, want it to contain %q", out, want)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("second flyd took %v to give up", d)
+	}
+	if _, err := getStatus(e); err != nil {
+		t.Errorf("first flyd no longer answers: %v", err)
+	}
+}
+
+// TestStaleSocket: after kill -9 the socket file stays behind; the next
+// flyd replaces it.
+func TestStaleSocket(t *testing.T) {
+	e := newEnv(t)
+	p := startFlyd(t, e)
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	p.done <- nil
+	if _, err := os.Lstat(e.paths.Socket); err != nil {
+		t.Fatalf("socket should be left behind by kill -9: %v", err)
+	}
+	startFlyd(t, e)
+	st, err := getStatus(e)
+	if err != nil || st.PID == p.cmd.Process.Pid {
+		t.Fatalf("new flyd status = %+v, %v", st, err)
+	}
+}
+
+// TestShimStartsDaemon: with no flyd running, the shim starts one and the
+// client never notices.
+func TestShimStartsDaemon(t *testing.T) {
+	e := newEnv(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
+	cs := viaShim(e)(t, "autostart", root, nil)
+	st, err := getStatus(e)
+	if err != nil {
+		t.Fatalf("no daemon after the shim connected: %v", err)
+	}
+	t.Cleanup(func() { stopPID(t, e, st.PID) })
+	if text, _ := readText(t, cs, "workspace:///lib/main.dart"); text != "void main() {}\n" {
+		t.Fatalf("read through auto-started daemon = %q", text)
+	}
+	if _, err := os.Stat(e.paths.Log()); err != nil {
+		t.Errorf("auto-started flyd has no log file: %v", err)
+	}
+}
+
+// stopPID stops a daemon the test did not start itself and waits until it
+// has removed its socket.
+func stopPID(t testing.TB, e *env, pid int) {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Errorf("stop flyd %d: %v", pid, err)
+		return
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("flyd %d still alive 20s after SIGTERM", pid)
+}
+
+// TestShimExitsOnEOF: when the editor closes stdin the shim writes the
+// replies still in flight, then exits 0, leaving no process behind.
+func TestShimExitsOnEOF(t *testing.T) {
+	e := newEnv(t)
+	startFlyd(t, e)
+	_, flyctl := binaries(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
+	cmd := exec.Command(flyctl, "mcp", "--workspace", root)
+	cmd.Env = e.vars
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"workspace:///lib/main.dart"}}`,
+	}, "\n") + "\n"
+	cmd.Stdin = strings.NewReader(in) // EOF right after the last request
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.Output(); close(done) }() // owned by the test
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("shim still running 20s after stdin closed\n%s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("shim exit: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"id":2`) || !strings.Contains(lines[1], `void main()`) {
+		t.Fatalf("shim stdout = %q, want the initialize reply and the read reply", out)
+	}
+	// The daemon saw the client go: no session is left behind.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := getStatus(e)
+		if err == nil && len(st.Sessions) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session still open in flyd after the shim exited: %+v %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

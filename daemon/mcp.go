@@ -1,0 +1,413 @@
+package daemon
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"mime"
+	"path"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Fixed resources, listed first on the first page of resources/list.
+const (
+	uriOverview        = "fly://project/overview"
+	uriSessionsCurrent = "fly://sessions/current"
+	uriSessionsRecent  = "fly://sessions/recent"
+)
+
+// Log attribute keys.
+const (
+	logCID     = "cid"
+	logSession = "session"
+	logMethod  = "method"
+	logTool    = "tool"
+	logURI     = "uri"
+	logElapsed = "elapsed_ms"
+	logErr     = "error"
+)
+
+const instructions = `flyd serves the files of your workspace as workspace:///<path> resources, shared with every other client on the same workspace.
+List them with resources/list (paginated), read them with resources/read; append ?start=N&length=M to read a byte range of a large file.
+Subscribe to a file to be told when it changes. fly://project/overview summarises the Flutter project (pubspec, platforms, entry points).`
+
+// protocolVersions are the MCP versions flyd negotiates: the session-ful
+// ones. The shim replays a client's initialize after a daemon restart, and
+// subscriptions are per session; both assume the initialize handshake.
+func protocolVersions() []string {
+	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026" })
+}
+
+// newMCPServer builds the one mcp.Server that every session connects to.
+func (s *Server) newMCPServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "flyd", Title: "fly", Version: wire.Version}, &mcp.ServerOptions{
+		Instructions:              instructions,
+		Logger:                    s.log.With("component", "mcp"),
+		PageSize:                  s.cfg.PageSize,
+		SubscribeHandler:          s.subscribe,
+		UnsubscribeHandler:        s.unsubscribe,
+		SupportedProtocolVersions: protocolVersions(),
+		Capabilities: &mcp.ServerCapabilities{
+			Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+	})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name:        "workspace-file",
+		Title:       "Workspace file",
+		URITemplate: "workspace:///{+path}",
+		Description: "A file of the session's workspace, by path relative to the root. Add ?start=N&length=M to read a byte range; _meta gives total, start and length in bytes.",
+	}, s.readWorkspace)
+	for _, r := range s.fixedResources() {
+		srv.AddResource(r, s.readFixed)
+	}
+	srv.AddReceivingMiddleware(s.logRequests, s.perSession)
+	return srv
+}
+
+func (s *Server) fixedResources() []*mcp.Resource {
+	return []*mcp.Resource{
+		{URI: uriOverview, Name: "project-overview", Title: "Project overview", MIMEType: "application/json",
+			Description: "The Flutter/Dart project of this workspace as JSON: name, version, SDK constraints, dependencies, platforms, entry points, tests, nested packages."},
+		{URI: uriSessionsCurrent, Name: "session-current", Title: "This session", MIMEType: "application/json",
+			Description: "This MCP session: client name and version, since when, files read, tools called."},
+		{URI: uriSessionsRecent, Name: "sessions-recent", Title: "Recent sessions", MIMEType: "application/json",
+			Description: "The sessions of this workspace, connected and recently ended, newest first."},
+	}
+}
+
+// sessionOf finds flyd's session behind an SDK session.
+func (s *Server) sessionOf(ss *mcp.ServerSession) (*session, error) {
+	if ss != nil {
+		s.mu.Lock()
+		sess := s.sessions[ss.ID()]
+		s.mu.Unlock()
+		if sess != nil {
+			return sess, nil
+		}
+	}
+	return nil, fmt.Errorf("no flyd session for this connection")
+}
+
+var requestSeq atomic.Uint64
+
+// logRequests logs every request: debug for reads, info for tools.
+func (s *Server) logRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		start := time.Now()
+		res, err := next(ctx, method, req)
+		level := slog.LevelDebug
+		attrs := []slog.Attr{
+			slog.String(logCID, fmt.Sprintf("%x", requestSeq.Add(1))),
+			slog.String(logSession, sessionID(req)),
+			slog.String(logMethod, method),
+		}
+		switch p := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			level = slog.LevelInfo
+			attrs = append(attrs, slog.String(logTool, p.Name))
+		case *mcp.ReadResourceParams:
+			attrs = append(attrs, slog.String(logURI, p.URI))
+		case *mcp.SubscribeParams:
+			attrs = append(attrs, slog.String(logURI, p.URI))
+		}
+		attrs = append(attrs, slog.Float64(logElapsed, float64(time.Since(start).Microseconds())/1000))
+		if err != nil {
+			attrs = append(attrs, slog.String(logErr, err.Error()))
+		}
+		s.log.LogAttrs(ctx, level, "request", attrs...)
+		return res, err
+	}
+}
+
+func sessionID(req mcp.Request) string {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		return ss.ID()
+	}
+	return ""
+}
+
+// perSession answers what the SDK cannot know per session: the resource
+// list comes from the session's own workspace, and workspace URIs get
+// their precise refusal before the SDK's template lookup.
+func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "resources/list":
+			return s.listResources(req.(*mcp.ListResourcesRequest))
+		case "resources/read":
+			uri := req.(*mcp.ReadResourceRequest).Params.URI
+			switch {
+			case strings.HasPrefix(uri, workspaceScheme+":"):
+				if _, _, err := parseWorkspaceURI(uri); err != nil {
+					return nil, err
+				}
+			case !strings.HasPrefix(uri, "fly://"):
+				return nil, notFound(uri, "flyd serves workspace:///<path> and fly:// resources only")
+			}
+		case "tools/call":
+			if sess, err := s.sessionOf(req.(*mcp.CallToolRequest).Session); err == nil {
+				sess.toolsCalled.Add(1)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// listCursor is the opaque resources/list cursor: the last path listed.
+func encodeCursor(last string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("after:" + last))
+}
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), "after:") {
+		return "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", c)
+	}
+	return strings.TrimPrefix(string(b), "after:"), nil
+}
+
+// listResources pages through the session's workspace index. The fixed
+// resources come first on the first page and count towards its size.
+func (s *Server) listResources(req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	sess, err := s.sessionOf(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	after, size := "", s.cfg.PageSize
+	if req.Params != nil && req.Params.Cursor != "" {
+		if after, err = decodeCursor(req.Params.Cursor); err != nil {
+			return nil, err
+		}
+	} else {
+		res.Resources = append(res.Resources, s.fixedResources()...)
+		size -= len(res.Resources)
+	}
+	files := sess.ws.index.After(after, size+1)
+	if len(files) > size {
+		files = files[:size]
+		res.NextCursor = encodeCursor(files[len(files)-1].Path)
+	}
+	for _, f := range files {
+		res.Resources = append(res.Resources, fileResource(f))
+	}
+	return res, nil
+}
+
+func fileResource(f File) *mcp.Resource {
+	r := &mcp.Resource{
+		URI:         workspaceURI(f.Path),
+		Name:        path.Base(f.Path),
+		Title:       f.Path,
+		MIMEType:    mimeType(f.Path),
+		Size:        f.Size,
+		Annotations: &mcp.Annotations{LastModified: f.ModTime.UTC().Format(time.RFC3339)},
+	}
+	if isGenerated(f.Path) {
+		r.Meta = mcp.Meta{"generated": true}
+	}
+	return r
+}
+
+// mimeType names the type of a workspace file; everything served is text.
+func mimeType(p string) string {
+	switch ext := strings.ToLower(path.Ext(p)); ext {
+	case ".dart":
+		return "text/x-dart"
+	case ".yaml", ".yml", ".lock":
+		return "application/yaml"
+	case ".md":
+		return "text/markdown"
+	case ".json", ".arb":
+		return "application/json"
+	case ".kt", ".kts":
+		return "text/x-kotlin"
+	case ".swift":
+		return "text/x-swift"
+	case ".gradle":
+		return "text/x-groovy"
+	default:
+		if t := mime.TypeByExtension(ext); strings.HasPrefix(t, "text/") || strings.HasSuffix(t, "xml") {
+			return strings.TrimSuffix(t, "; charset=utf-8")
+		}
+		return "text/plain"
+	}
+}
+
+// readWorkspace serves resources/read of a workspace file.
+func (s *Server) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	sess, err := s.sessionOf(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	uri := req.Params.URI
+	rel, rng, err := parseWorkspaceURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	if why := s.cfg.Rules.refusal(rel); why != "" {
+		return nil, notFound(uri, why)
+	}
+	c, err := readFile(sess.ws.fsRoot, uri, rel, rng, s.cfg.MaxReadBytes)
+	if err != nil {
+		return nil, err
+	}
+	sess.filesRead.Add(1)
+	return &mcp.ReadResourceResult{
+		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType(rel), Text: c.text}},
+		Meta:     mcp.Meta{"total": c.total, "start": c.start, "length": c.length},
+	}, nil
+}
+
+// readFixed serves the fly:// resources.
+func (s *Server) readFixed(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	sess, err := s.sessionOf(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	switch uri := req.Params.URI; uri {
+	case uriOverview:
+		v, err = s.overview(sess.ws)
+	case uriSessionsCurrent:
+		v = sess.info()
+	case uriSessionsRecent:
+		v = s.recentSessions(sess.ws)
+	default:
+		return nil, notFound(uri, "no such fly:// resource")
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// overview returns the workspace's cached project overview, computing it
+// when a change made it stale.
+func (s *Server) overview(w *workspace) (*Overview, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.overview != nil {
+		return w.overview, nil
+	}
+	files := w.index.Files()
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	o, err := buildOverview(w.fsRoot, paths)
+	if err != nil {
+		return nil, err
+	}
+	w.overview = o
+	return o, nil
+}
+
+// recentSessions lists the workspace's live sessions, then ended ones,
+// newest first.
+func (s *Server) recentSessions(w *workspace) []SessionInfo {
+	var out []SessionInfo
+	for _, sess := range w.connected() {
+		out = append(out, sess.info())
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return b.Since.Compare(a.Since) })
+	w.mu.Lock()
+	for i := len(w.recent) - 1; i >= 0; i-- {
+		out = append(out, w.recent[i])
+	}
+	w.mu.Unlock()
+	return out
+}
+
+// subscribe records a subscription of this session only.
+func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	sess, err := s.sessionOf(req.Session)
+	if err != nil {
+		return err
+	}
+	uri := req.Params.URI
+	key, err := s.subscriptionKey(uri)
+	if err != nil {
+		return err
+	}
+	sess.setSubscribed(key, true)
+	return nil
+}
+
+func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	sess, err := s.sessionOf(req.Session)
+	if err != nil {
+		return err
+	}
+	if key, err := s.subscriptionKey(req.Params.URI); err == nil {
+		sess.setSubscribed(key, false)
+	}
+	return nil
+}
+
+// subscriptionKey checks that uri can be subscribed to and returns the
+// form notifications use: the workspace URI without its range.
+func (s *Server) subscriptionKey(uri string) (string, error) {
+	switch uri {
+	case uriOverview, uriSessionsCurrent, uriSessionsRecent:
+		return uri, nil
+	}
+	rel, _, err := parseWorkspaceURI(uri)
+	if err != nil {
+		return "", err
+	}
+	if why := s.cfg.Rules.refusal(rel); why != "" {
+		return "", notFound(uri, why)
+	}
+	return workspaceURI(rel), nil
+}
+
+// workspaceChanged fans a batch of index changes out to the sessions of w:
+// resources/updated to each session subscribed to a changed file, and one
+// list_changed to every session when files came or went.
+func (s *Server) workspaceChanged(w *workspace, c Change) {
+	listChanged := len(c.Added) > 0 || len(c.Removed) > 0
+	overviewStale := listChanged
+	for _, p := range slices.Concat(c.Updated, c.Removed) {
+		if path.Base(p) == "pubspec.yaml" || p == "pubspec.lock" || p == ".metadata" {
+			overviewStale = true
+		}
+	}
+	if overviewStale {
+		w.mu.Lock()
+		w.overview = nil
+		w.mu.Unlock()
+	}
+	for _, sess := range w.connected() {
+		for _, p := range slices.Concat(c.Updated, c.Removed) {
+			if uri := workspaceURI(p); sess.subscribed(uri) {
+				s.notify(sess, "notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})
+			}
+		}
+		if overviewStale && sess.subscribed(uriOverview) {
+			s.notify(sess, "notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uriOverview})
+		}
+		if listChanged {
+			s.notify(sess, "notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
+		}
+	}
+}
+
+func (s *Server) notify(sess *session, method string, params any) {
+	if err := sess.conn.notify(method, params); err != nil {
+		s.log.Warn("notification not delivered", logSession, sess.id, logMethod, method, logErr, err)
+	}
+}

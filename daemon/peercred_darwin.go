@@ -1,0 +1,36 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerCred reads LOCAL_PEERCRED (uid) and LOCAL_PEERPID of a Unix-socket
+// connection.
+func peerCred(c net.Conn) (peer, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return peer{UID: -1}, fmt.Errorf("not a unix connection: %T", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return peer{UID: -1}, err
+	}
+	var cred *unix.Xucred
+	var pid int
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		if serr == nil {
+			pid, _ = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+		}
+	}); err != nil {
+		return peer{UID: -1}, err
+	}
+	if serr != nil {
+		return peer{UID: -1}, fmt.Errorf("LOCAL_PEERCRED: %w", serr)
+	}
+	return peer{UID: int(cred.Uid), PID: pid}, nil
+}

@@ -1,0 +1,106 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runHelper runs the test binary as a helper process (see TestMain).
+func runHelper(mode string) int {
+	switch mode {
+	case "dial":
+		// GET /v1/status over FLY_TEST_SOCKET and print what came back.
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", os.Getenv("FLY_TEST_SOCKET")) },
+		}}
+		resp, err := c.Get("http://flyd/v1/status")
+		if err != nil {
+			fmt.Println("refused:", err)
+			return 0
+		}
+		b, _ := io.ReadAll(resp.Body)
+		fmt.Printf("answered: %s %s\n", resp.Status, b)
+		return 0
+	case "stdio-server":
+		return runStdioServer()
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
+	return 2
+}
+
+// TestPeerCredRefused connects as another uid: flyd must drop the
+// connection before any HTTP is spoken, and log the refusal. Only root
+// can run a process as another user, so this runs where the tests run as
+// root (as in CI); the socket directory check keeps other users out in
+// practice anyway.
+func TestPeerCredRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to connect as another uid")
+	}
+	dir, err := os.MkdirTemp("", "flypeer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// Open to everyone, so that only the peer check stands in the way.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "helper")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sock, 0o777)
+	refused := make(chan peer, 1)
+	pl := &peerListener{Listener: ln, uid: os.Getuid(), refuse: func(p peer, err error) { refused <- p }}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret") })}
+	go hs.Serve(pl) // owned by the test: ended by hs.Close
+	defer hs.Close()
+
+	dial := func(uid uint32) string {
+		cmd := exec.Command(exe)
+		cmd.Env = []string{"FLY_TEST_HELPER=dial", "FLY_TEST_SOCKET=" + sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helper as uid %d: %v\n%s", uid, err, out)
+		}
+		return string(out)
+	}
+	if out := dial(65534); !strings.HasPrefix(out, "refused") || strings.Contains(out, "secret") {
+		t.Errorf("uid 65534 got %q, want the connection refused", out)
+	}
+	select {
+	case p := <-refused:
+		if p.UID != 65534 || p.PID == 0 {
+			t.Errorf("refused peer = %+v, want uid 65534 and its pid", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("refusal was not reported")
+	}
+	if out := dial(0); !strings.Contains(out, "secret") {
+		t.Errorf("own uid got %q, want an answer", out)
+	}
+}

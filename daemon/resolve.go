@@ -1,0 +1,225 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	workspaceScheme = "workspace"
+	workspacePrefix = "workspace:///"
+	maxURILen       = 4096
+)
+
+// byteRange is the ?start=N&length=M part of a resource URI.
+type byteRange struct {
+	start     int64
+	length    int64
+	hasStart  bool
+	hasLength bool
+}
+
+func (r byteRange) set() bool { return r.hasStart || r.hasLength }
+
+// invalidParams is a JSON-RPC invalid-params error: the request itself is
+// wrong, whatever the workspace holds.
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// notFound is a resource-not-found error that names the reason.
+func notFound(uri, reason string) error {
+	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: fmt.Sprintf("resource %s not found: %s", uri, reason)}
+}
+
+// workspaceURI is the URI of a workspace file, percent-encoding what needs
+// it (spaces, '#', '?', non-ASCII).
+func workspaceURI(rel string) string {
+	return workspacePrefix + (&url.URL{Path: rel}).EscapedPath()
+}
+
+// parseWorkspaceURI checks a workspace:/// URI lexically and returns the
+// clean, slash-separated path relative to the root and the byte range of
+// its query. It touches no file. Anything that could name a file outside
+// the root is refused here, before os.Root refuses it again.
+func parseWorkspaceURI(uri string) (rel string, r byteRange, err error) {
+	if len(uri) > maxURILen {
+		return "", r, invalidParams("URI is %d bytes, over the %d-byte limit", len(uri), maxURILen)
+	}
+	if strings.IndexByte(uri, 0) >= 0 {
+		return "", r, invalidParams("URI contains a NUL byte")
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", r, invalidParams("malformed URI %q: %v", uri, errors.Unwrap(err))
+	}
+	switch {
+	case u.Scheme != workspaceScheme:
+		return "", r, invalidParams("URI %q is not a workspace:/// URI", uri)
+	case u.Opaque != "" || u.Host != "" || u.User != nil:
+		return "", r, invalidParams("URI %q has a host or no path: write workspace:///relative/path", uri)
+	case u.Fragment != "" || strings.Contains(uri, "#"):
+		return "", r, invalidParams("URI %q has a fragment; percent-encode '#' in file names", uri)
+	}
+	raw := strings.ToLower(u.EscapedPath())
+	for _, enc := range []string{"%2f", "%5c", "%00", "%2e"} {
+		if strings.Contains(raw, enc) {
+			return "", r, invalidParams("URI %q percent-encodes '/', '\\', '.' or NUL, which could hide a path escape", uri)
+		}
+	}
+	if rel, err = checkRelPath(u.Path); err != nil {
+		return "", r, err
+	}
+	if r, err = parseRange(u.RawQuery); err != nil {
+		return "", r, err
+	}
+	return rel, r, nil
+}
+
+// checkRelPath validates the decoded path of a workspace URI.
+func checkRelPath(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") || p == "/" {
+		return "", invalidParams("workspace URI has no file path")
+	}
+	rel := p[1:]
+	switch {
+	case strings.IndexByte(rel, 0) >= 0:
+		return "", invalidParams("path contains a NUL byte")
+	case strings.Contains(rel, `\`):
+		return "", invalidParams("path %q contains a backslash; use '/'", rel)
+	case !utf8.ValidString(rel):
+		return "", invalidParams("path is not valid UTF-8")
+	case strings.HasPrefix(rel, "/"):
+		return "", invalidParams("path %q is absolute; workspace paths are relative to the root", rel)
+	}
+	for _, el := range strings.Split(rel, "/") {
+		switch el {
+		case "":
+			return "", invalidParams("path %q has an empty element", rel)
+		case ".", "..":
+			return "", invalidParams("path %q contains %q; paths may not leave or walk the workspace", rel, el)
+		}
+	}
+	if !filepath.IsLocal(filepath.FromSlash(rel)) || path.Clean(rel) != rel {
+		return "", invalidParams("path %q is not a plain relative path", rel)
+	}
+	return rel, nil
+}
+
+// parseRange parses "start=N&length=M". Both are optional.
+func parseRange(query string) (byteRange, error) {
+	var r byteRange
+	if query == "" {
+		return r, nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return r, invalidParams("malformed query %q", query)
+	}
+	for k, vs := range q {
+		if len(vs) != 1 {
+			return r, invalidParams("query parameter %q given %d times", k, len(vs))
+		}
+		n, err := strconv.ParseInt(vs[0], 10, 64)
+		if err != nil || n < 0 {
+			return r, invalidParams("query parameter %s=%q is not a non-negative integer", k, vs[0])
+		}
+		switch k {
+		case "start":
+			r.start, r.hasStart = n, true
+		case "length":
+			r.length, r.hasLength = n, true
+		default:
+			return r, invalidParams("unknown query parameter %q; a workspace URI takes start and length", k)
+		}
+	}
+	return r, nil
+}
+
+// refusal says why rules do not serve rel, or "" when they do.
+func (r Rules) refusal(rel string) string {
+	dir := path.Dir(rel)
+	for d := dir; d != "."; d = path.Dir(d) {
+		if skipDir(d) {
+			return "it is under " + d + "/, which flyd never serves"
+		}
+	}
+	switch {
+	case isSecret(rel):
+		return "it is a secret file (keys, keystores, .env), which flyd never serves"
+	case !r.served(rel):
+		return "its file type is not on the allowlist"
+	}
+	return ""
+}
+
+// fileContent is a read part of a workspace file.
+type fileContent struct {
+	text   string // UTF-8; invalid bytes replaced with U+FFFD
+	total  int64  // the file's size
+	start  int64
+	length int64 // bytes read
+}
+
+// readFile reads rel from root within rng. maxRead caps a read without a
+// range, and the length of a read with one. Opening never blocks (FIFOs
+// are refused) and never leaves the root.
+func readFile(root *os.Root, uri, rel string, rng byteRange, maxRead int64) (*fileContent, error) {
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, notFound(uri, "no such file")
+		case errors.Is(err, syscall.ELOOP), strings.Contains(err.Error(), "escapes"):
+			return nil, notFound(uri, "it leads outside the workspace through a symlink")
+		case errors.Is(err, fs.ErrPermission):
+			return nil, notFound(uri, "permission denied")
+		}
+		return nil, notFound(uri, err.Error())
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, notFound(uri, err.Error())
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notFound(uri, "not a regular file")
+	}
+	total := fi.Size()
+	c := &fileContent{total: total, start: rng.start}
+	switch {
+	case !rng.set() && total > maxRead:
+		return nil, invalidParams("%s is %d bytes, over the %d-byte limit for a whole read; read it in parts, e.g. %s?start=0&length=%d",
+			uri, total, maxRead, uri, maxRead)
+	case rng.start > total:
+		return nil, invalidParams("start=%d is past the end of %s (%d bytes)", rng.start, uri, total)
+	case rng.hasLength && rng.length > maxRead:
+		return nil, invalidParams("length=%d is over the %d-byte limit of one read", rng.length, maxRead)
+	}
+	c.length = total - rng.start
+	if rng.hasLength {
+		c.length = min(c.length, rng.length)
+	}
+	c.length = min(c.length, maxRead)
+	buf := make([]byte, c.length)
+	n, err := f.ReadAt(buf, rng.start)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", uri, err)
+	}
+	c.length = int64(n)
+	c.text = strings.ToValidUTF8(string(buf[:n]), "\uFFFD")
+	return c, nil
+}

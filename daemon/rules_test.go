@@ -1,0 +1,228 @@
+package daemon
+
+import "testing"
+
+func TestRulesServed(t *testing.T) {
+	r := DefaultRules()
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"lib/main.dart", true},
+		{"pubspec.yaml", true},
+		{"pubspec.lock", true},
+		{"analysis_options.yaml", true},
+		{".metadata", true},
+		{"l10n.yaml", true},
+		{"lib/l10n/app_en.arb", true},
+		{"android/app/build.gradle", true},
+		{"android/build.gradle.kts", true},
+		{"android/gradle.properties", true},
+		{"android/app/src/main/AndroidManifest.xml", true},
+		{"android/app/src/main/kotlin/com/x/MainActivity.kt", true},
+		{"ios/Podfile", true},
+		{"ios/Podfile.lock", true},
+		{"ios/Runner/AppDelegate.swift", true},
+		{"ios/Runner/Info.plist", true},
+		{"ios/Runner/Runner-Bridging-Header.h", true},
+		{"macos/Runner/x.mm", true},
+		{"linux/CMakeLists.txt", true},
+		{"linux/main.cc", true},
+		{"windows/runner/main.cpp", true},
+		{"web/index.html", true},
+		{"web/manifest.json", true},
+		{"README.md", true},
+		{"lib/MAIN.DART", true}, // extensions are case insensitive
+		{"android/app/google-services.json", true},
+		{"lib/main.g.dart", true},  // generated, still served
+		{"assets/logo.png", false}, // not allowlisted
+		{"Makefile", false},        // no extension, not a name
+		{"podfile", false},         // names are exact
+		{"lib/.dart", false},       // a dot file has no extension
+		{"android/key.properties", false},
+		{"android/local.properties", false},
+		{"android/app/upload.jks", false},
+		{".env", false},
+		{"config/.env.production", false},
+		{"certs/server.pem", false},
+		{"android/app.iml", false},
+		{".flutter-plugins", false},
+		{".flutter-plugins-dependencies", false},
+		{"build/app/outputs/x.json", false},
+		{"packages/a/build/x.dart", false},
+		{".dart_tool/package_config.json", false},
+		{".git/config", false},
+		{"ios/Pods/Manifest.lock", false},
+		{"ios/.symlinks/plugins/x/pubspec.yaml", false},
+		{"ios/Flutter/ephemeral/flutter_lldb_helper.py", false},
+		{"ios/Flutter/ephemeral/Flutter-Generated.xcconfig.json", false},
+		{"linux/flutter/ephemeral/generated_config.cmake.txt", false},
+		{"ios/Flutter/AppFrameworkInfo.plist", true},
+		{"node_modules/x/package.json", false},
+		{".fvm/flutter_sdk/version.json", false},
+		{".idea/workspace.xml", false},
+		{"android/.gradle/x.lock", false},
+		{"lib/build.dart", true},     // a file named like a skipped dir
+		{"lib/builder/x.dart", true}, // a dir that only starts like one
+	}
+	for _, tt := range tests {
+		if got := r.served(tt.rel); got != tt.want {
+			t.Errorf("served(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+		if got := r.compile().served(tt.rel); got != tt.want {
+			t.Errorf("compile().served(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestRulesCustom(t *testing.T) {
+	r := Rules{Extensions: []string{".dart"}, Names: []string{"Makefile", "key.properties"}}
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"lib/a.dart", true},
+		{"lib/a.yaml", false},
+		{"Makefile", true},
+		{"android/key.properties", false}, // a secret, whatever the allowlist says
+		{"build/a.dart", false},           // a skipped dir, whatever the allowlist says
+	}
+	for _, tt := range tests {
+		if got := r.served(tt.rel); got != tt.want {
+			t.Errorf("served(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+		if got := r.compile().served(tt.rel); got != tt.want {
+			t.Errorf("compile().served(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestRulesIsSecret(t *testing.T) {
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"android/key.properties", true},
+		{"key.properties", true},
+		{"android/local.properties", true},
+		{"android/Key.Properties", true},
+		{"android/app/upload-keystore.jks", true},
+		{"android/app/UPLOAD.JKS", true},
+		{"android/debug.keystore", true},
+		{"ios/cert.p12", true},
+		{"ios/cert.pfx", true},
+		{"certs/ca.pem", true},
+		{"certs/server.key", true},
+		{".env", true},
+		{"app/.env", true},
+		{".env.local", true},
+		{".env.production", true},
+		{".envrc", true},
+		{"android/gradle.properties", false},
+		{"android/app/google-services.json", false},
+		{"ios/Runner/GoogleService-Info.plist", false},
+		{"lib/env.dart", false},
+		{"lib/keys.dart", false},
+		{".environment", false},
+		{"app.iml", false},          // skipped, not secret
+		{".flutter-plugins", false}, // skipped, not secret
+	}
+	for _, tt := range tests {
+		if got := isSecret(tt.rel); got != tt.want {
+			t.Errorf("isSecret(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestRulesSkipDir(t *testing.T) {
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"", false},
+		{"lib", false},
+		{"lib/src/features", false},
+		{"build", true},
+		{"build/app", true},
+		{"packages/x/build", true},
+		{"example/build/web", true},
+		{".dart_tool", true},
+		{".git", true},
+		{".git/objects", true},
+		{".idea", true},
+		{".gradle", true},
+		{"android/.gradle", true},
+		{"ios/Pods", true},
+		{"macos/Pods/Target Support Files", true},
+		{"node_modules", true},
+		{".fvm", true},
+		{".fvm/flutter_sdk", true},
+		{".pub-cache", true},
+		{".pub", true},
+		{"ios/.symlinks", true},
+		{"ios/.symlinks/plugins", true},
+		{"ios/Flutter/ephemeral", true},
+		{"macos/Flutter/ephemeral", true},
+		{"linux/flutter/ephemeral", true},
+		{"windows/flutter/ephemeral/.plugin_symlinks", true},
+		{"ios/Flutter", false},
+		{"linux/flutter", false},
+		{"lib/ephemeral", false},
+		{"lib/builds", false},
+		{"lib/Build", false}, // names are exact
+		{"pods", false},
+	}
+	for _, tt := range tests {
+		if got := skipDir(tt.rel); got != tt.want {
+			t.Errorf("skipDir(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestRulesIsGenerated(t *testing.T) {
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"lib/models/user.g.dart", true},
+		{"lib/models/user.freezed.dart", true},
+		{"test/user_test.mocks.dart", true},
+		{"lib/generated_plugin_registrant.dart", false},
+		{"ios/Runner/GeneratedPluginRegistrant.m", true},
+		{"ios/Runner/GeneratedPluginRegistrant.h", true},
+		{"android/app/src/main/java/io/flutter/plugins/GeneratedPluginRegistrant.java", true},
+		{"lib/models/user.dart", false},
+		{"lib/g.dart", false},
+		{"lib/freezed.dart", false},
+	}
+	for _, tt := range tests {
+		if got := isGenerated(tt.rel); got != tt.want {
+			t.Errorf("isGenerated(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestRulesCmpPathKeys(t *testing.T) {
+	tests := []struct {
+		a    string
+		aDir bool
+		b    string
+		bDir bool
+		want int
+	}{
+		{"a", false, "b", false, -1},
+		{"a", false, "a", true, -1},   // "a" < "a/"
+		{"a", true, "a.b", false, 1},  // "a/" > "a.b"
+		{"a", true, "a.b", true, 1},   // "a/" > "a.b/"
+		{"a", true, "a0", false, -1},  // "a/" < "a0"
+		{"a", true, "a", true, 0},     // same directory
+		{"ab", false, "a", true, 1},   // "ab" > "a/"
+		{"a-b", false, "a", true, -1}, // "a-b" < "a/"
+		{"x/a", true, "x/a", false, 1},
+	}
+	for _, tt := range tests {
+		if got := cmpPathKeys(tt.a, tt.aDir, tt.b, tt.bDir); got != tt.want {
+			t.Errorf("cmpPathKeys(%q, %v, %q, %v) = %d, want %d", tt.a, tt.aDir, tt.b, tt.bDir, got, tt.want)
+		}
+	}
+}

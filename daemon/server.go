@@ -1,0 +1,359 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	flypaths "github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config is everything flyd is told at start. The zero value of a field
+// means its default.
+type Config struct {
+	Paths flypaths.Paths // socket and state directory
+
+	MaxMessageBytes int64         // largest MCP message accepted (default 4 MiB)
+	PageSize        int           // resources/list page (default 100)
+	MaxReadBytes    int64         // largest resources/read result (default 1 MiB)
+	WriteTimeout    time.Duration // deadline of one write to a client (default 5s)
+	Linger          time.Duration // how long a workspace stays indexed with no session (default 10m)
+	Rules           Rules         // which workspace files are served (default DefaultRules)
+
+	Log *slog.Logger // default: discard
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 4 << 20
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = 100
+	}
+	c.PageSize = max(c.PageSize, 4) // room for the fixed resources on page one
+	if c.MaxReadBytes <= 0 {
+		c.MaxReadBytes = 1 << 20
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 5 * time.Second
+	}
+	if c.Linger <= 0 {
+		c.Linger = 10 * time.Minute
+	}
+	if c.Rules.Extensions == nil && c.Rules.Names == nil {
+		c.Rules = DefaultRules()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is flyd. Create it with New and run it with Run.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	mcp     *mcp.Server
+	ws      *workspaces
+	started time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	conns    sync.WaitGroup // session handlers; Run waits for them
+}
+
+// New returns a Server for cfg. It does no I/O.
+func New(cfg Config) *Server {
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session)}
+	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
+	s.mcp = s.newMCPServer()
+	return s
+}
+
+// Run takes the single-instance lock, listens on the Unix socket and
+// serves until ctx is cancelled; then it closes every session, stops the
+// indexes and removes the socket. A second flyd gets ErrAlreadyRunning at
+// once. Cancellation is a clean stop: Run then returns nil.
+func (s *Server) Run(ctx context.Context) error {
+	s.started = time.Now()
+	p := s.cfg.Paths
+	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	lock, err := acquireLock(p.Lock())
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	if err := prepareSocketDir(p.Socket); err != nil {
+		return err
+	}
+	ln, err := listenUnix(p.Socket)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(p.Socket)
+
+	pl := &peerListener{Listener: ln, uid: os.Getuid(), refuse: func(pr peer, err error) {
+		s.log.Warn("connection refused: peer is another user", "peer_uid", pr.UID, "peer_pid", pr.PID, logErr, err)
+	}}
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if pc, ok := c.(*peerConn); ok {
+				return context.WithValue(ctx, peerKey{}, pc.peer)
+			}
+			return ctx
+		},
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(pl) }() // owned by Run: ended by Shutdown below
+	s.log.Info("flyd listening", "socket", p.Socket, "state_dir", p.StateDir, "pid", os.Getpid(), "version", wire.Version)
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("serve: %w", err)
+	}
+	s.shutdown(hs)
+	if err == nil {
+		err = <-serveErr
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	s.log.Info("flyd stopped")
+	return err
+}
+
+// shutdown closes the listener, every session and every workspace, and
+// waits for their goroutines.
+func (s *Server) shutdown(hs *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(ctx) // stops accepting; hijacked WebSockets are ours to close
+	s.mu.Lock()
+	live := slices.Collect(mapValues(s.sessions))
+	s.mu.Unlock()
+	for _, sess := range live {
+		if ss := sess.ss.Load(); ss != nil {
+			ss.Close()
+		}
+	}
+	s.conns.Wait()
+	s.ws.close()
+}
+
+func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
+	return func(yield func(V) bool) {
+		for _, v := range m {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// Handler is flyd's HTTP API, the same on every listener. Every reply
+// carries the daemon's version.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+wire.RouteMCP, s.serveMCP)
+	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
+		if h := r.Header.Get(wire.HeaderVersion); h != "" {
+			if err := wire.CheckPeer("flyd", "client", h); err != nil {
+				http.Error(w, err.Error(), http.StatusPreconditionFailed)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// serveMCP upgrades to a WebSocket and serves one MCP session on it until
+// either side closes.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	dir := r.Header.Get(wire.HeaderWorkspace)
+	if dir == "" {
+		dir = r.URL.Query().Get("workspace")
+	} else if d, err := url.QueryUnescape(dir); err == nil {
+		dir = d
+	}
+	if dir == "" {
+		http.Error(w, "no workspace: send the "+wire.HeaderWorkspace+" header or ?workspace=/abs/path", http.StatusBadRequest)
+		return
+	}
+	ws, err := s.ws.acquire(dir)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set(wire.HeaderMaxMessage, strconv.FormatInt(s.cfg.MaxMessageBytes, 10))
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.Subprotocol}})
+	if err != nil {
+		s.ws.release(ws)
+		return // Accept has answered
+	}
+	c.SetReadLimit(s.cfg.MaxMessageBytes)
+	pr, _ := peerFrom(r.Context())
+	sess := &session{
+		id:      newID(),
+		ws:      ws,
+		env:     wire.DecodeEnv(r.Header.Get(wire.HeaderEnv)),
+		peerPID: pr.PID,
+		via:     "socket",
+	}
+	conn := newWSConn(c, sess.id, s.cfg.WriteTimeout)
+	if err := s.serveSession(context.WithoutCancel(r.Context()), wsTransport{conn}, sess); err != nil {
+		s.log.Warn("session failed", logSession, sess.id, logErr, err)
+	}
+}
+
+// serveSession connects sess over t and blocks until the session ends.
+// It owns the session's registration and its workspace reference.
+func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *session) error {
+	s.conns.Add(1)
+	defer s.conns.Done()
+	defer s.ws.release(sess.ws)
+	sess.since = time.Now()
+	sess.subs = make(map[string]bool)
+
+	s.mu.Lock()
+	s.sessions[sess.id] = sess
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, sess.id)
+		s.mu.Unlock()
+	}()
+
+	ss, err := s.mcp.Connect(ctx, sessionTransport{Transport: t, sess: sess}, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	sess.ss.Store(ss)
+	w := sess.ws
+	w.mu.Lock()
+	w.sessions[sess] = true
+	w.mu.Unlock()
+	s.log.Info("session started", logSession, sess.id, "workspace", w.root, "peer_pid", sess.peerPID)
+
+	err = ss.Wait()
+
+	info := sess.info()
+	info.Ended = time.Now()
+	w.mu.Lock()
+	delete(w.sessions, sess)
+	w.recent = append(w.recent, info)
+	if len(w.recent) > maxRecentSessions {
+		w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+	}
+	w.mu.Unlock()
+	s.log.Info("session ended", logSession, sess.id, "client", info.ClientName, "files_read", info.FilesRead)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Debug("session connection", logSession, sess.id, logErr, err)
+	}
+	return nil
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Status is the reply of GET /v1/status.
+type Status struct {
+	Version    string            `json:"version"`
+	Protocol   int               `json:"protocol"`
+	PID        int               `json:"pid"`
+	StartedAt  time.Time         `json:"started_at"`
+	UptimeSec  float64           `json:"uptime_seconds"`
+	Socket     string            `json:"socket"`
+	StateDir   string            `json:"state_dir"`
+	Sessions   []SessionInfo     `json:"sessions"`
+	Workspaces []WorkspaceStatus `json:"workspaces"`
+}
+
+// WorkspaceStatus describes one open workspace.
+type WorkspaceStatus struct {
+	Root        string `json:"root"`
+	Files       int    `json:"files"`
+	Sessions    int    `json:"sessions"`
+	WatchedDirs int    `json:"watched_dirs"`
+	WatchErrors int    `json:"watch_errors,omitempty"`
+	BuildMS     int64  `json:"index_build_ms"`
+}
+
+func (s *Server) status() Status {
+	st := Status{
+		Version:    wire.Version,
+		Protocol:   wire.Protocol,
+		PID:        os.Getpid(),
+		StartedAt:  s.started,
+		UptimeSec:  time.Since(s.started).Seconds(),
+		Socket:     s.cfg.Paths.Socket,
+		StateDir:   s.cfg.Paths.StateDir,
+		Sessions:   []SessionInfo{},
+		Workspaces: []WorkspaceStatus{},
+	}
+	s.mu.Lock()
+	for _, sess := range s.sessions {
+		st.Sessions = append(st.Sessions, sess.info())
+	}
+	s.mu.Unlock()
+	slices.SortFunc(st.Sessions, func(a, b SessionInfo) int { return a.Since.Compare(b.Since) })
+	for _, w := range s.ws.list() {
+		select {
+		case <-w.ready:
+		default:
+			continue // still indexing
+		}
+		if w.err != nil {
+			continue
+		}
+		is := w.index.Stats()
+		st.Workspaces = append(st.Workspaces, WorkspaceStatus{
+			Root: w.root, Files: is.Files, Sessions: len(w.connected()),
+			WatchedDirs: is.Dirs, WatchErrors: is.WatchErrors, BuildMS: is.BuildTime.Milliseconds(),
+		})
+	}
+	slices.SortFunc(st.Workspaces, func(a, b WorkspaceStatus) int { return cmpString(a.Root, b.Root) })
+	return st
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(s.status())
+}

@@ -1,0 +1,152 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// session is one connected MCP client: the shim of one editor window, a
+// WebSocket client, or an in-process transport in tests. It is bound to
+// one workspace for its whole life.
+type session struct {
+	id      string
+	ws      *workspace
+	env     map[string]string // the client's flutter-relevant environment
+	peerPID int
+	via     string // "socket", "memory"
+	since   time.Time
+	conn    notifier
+
+	ss atomic.Pointer[mcp.ServerSession]
+
+	filesRead   atomic.Int64
+	toolsCalled atomic.Int64
+
+	mu   sync.Mutex
+	subs map[string]bool // subscribed resource URIs, without query
+}
+
+// notifier sends a server notification to exactly one client, without
+// waiting on a slow one. The go-sdk can only notify every subscriber of a
+// URI, and workspace URIs are relative, so the same URI names different
+// files in different workspaces: flyd routes its notifications itself.
+type notifier interface {
+	notify(method string, params any) error
+}
+
+func encodeNotification(method string, params any) ([]byte, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: raw})
+}
+
+func (s *session) subscribed(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[uri]
+}
+
+func (s *session) setSubscribed(uri string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.subs[uri] = true
+	} else {
+		delete(s.subs, uri)
+	}
+}
+
+// client returns the name and version the client gave in initialize.
+func (s *session) client() (name, version string) {
+	if ss := s.ss.Load(); ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			return p.ClientInfo.Name, p.ClientInfo.Version
+		}
+	}
+	return "", ""
+}
+
+// SessionInfo describes a session in fly://sessions/* and /v1/status.
+type SessionInfo struct {
+	ID            string    `json:"id"`
+	ClientName    string    `json:"client_name,omitempty"`
+	ClientVersion string    `json:"client_version,omitempty"`
+	Workspace     string    `json:"workspace"`
+	Via           string    `json:"via"`
+	PeerPID       int       `json:"peer_pid,omitempty"`
+	Since         time.Time `json:"since"`
+	Ended         time.Time `json:"ended,omitzero"`
+	FilesRead     int64     `json:"files_read"`
+	ToolsCalled   int64     `json:"tools_called"`
+}
+
+func (s *session) info() SessionInfo {
+	name, version := s.client()
+	return SessionInfo{
+		ID:            s.id,
+		ClientName:    name,
+		ClientVersion: version,
+		Workspace:     s.ws.root,
+		Via:           s.via,
+		PeerPID:       s.peerPID,
+		Since:         s.since,
+		FilesRead:     s.filesRead.Load(),
+		ToolsCalled:   s.toolsCalled.Load(),
+	}
+}
+
+// sessionTransport gives any mcp.Transport's connection the session's id
+// and a notifier, and records it in the session. mcp.Server.Connect calls
+// Connect synchronously, before the session is visible to notifiers. The
+// WebSocket transport's connection is already both.
+type sessionTransport struct {
+	mcp.Transport
+	sess *session
+}
+
+func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := c.(notifier)
+	if !ok {
+		ic := &idConn{Connection: c, id: t.sess.id}
+		c, n = ic, ic
+	}
+	t.sess.conn = n
+	return c, nil
+}
+
+// idConn adapts a connection of another transport (in-memory in tests,
+// streamable HTTP later): notifications go through its Write, bounded by
+// a short deadline.
+type idConn struct {
+	mcp.Connection
+	id string
+}
+
+func (c *idConn) SessionID() string { return c.id }
+
+func (c *idConn) notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.Write(ctx, &jsonrpc.Request{Method: method, Params: raw})
+}
+
+// wsTransport hands an accepted WebSocket connection to mcp.Server.Connect.
+type wsTransport struct{ c *wsConn }
+
+func (t wsTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }

@@ -1,0 +1,310 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watch events are coalesced: a batch is applied once no event has come
+// for indexQuiet, or indexMaxDelay after its first event at the latest.
+const (
+	indexQuiet    = 50 * time.Millisecond
+	indexMaxDelay = 250 * time.Millisecond
+)
+
+// Run keeps the index current until ctx is done, then closes the watcher
+// and returns ctx.Err(). It applies the watcher's events in batches and
+// calls onChange, from this goroutine, after each batch that changed the
+// index. It starts no goroutine of its own beyond the short-lived workers
+// of a directory walk, which it waits for. Run must be called exactly once;
+// calling it with a done ctx just releases the watcher.
+func (x *Index) Run(ctx context.Context) error {
+	defer x.fsRoot.Close()
+	if x.watcher == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	defer x.watcher.Close() // waits for the watcher's goroutine
+
+	pending := make(map[string]fsnotify.Op)
+	rescan := false
+	var first time.Time // of the pending batch
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-x.watcher.Events:
+			if !ok {
+				return errors.New("index: watcher closed")
+			}
+			rel, ok := x.rel(ev.Name)
+			if !ok {
+				continue
+			}
+			pending[rel] |= ev.Op
+		case err, ok := <-x.watcher.Errors:
+			if !ok {
+				return errors.New("index: watcher closed")
+			}
+			if !errors.Is(err, fsnotify.ErrEventOverflow) {
+				x.log.Warn("index: watch", indexKeyErr, err)
+				continue
+			}
+			x.log.Warn("index: watch events overflowed; rescanning")
+			rescan = true
+		case <-timer.C:
+			x.flush(pending, rescan)
+			if len(pending) > 1024 {
+				pending = make(map[string]fsnotify.Op) // let a burst's memory go
+			} else {
+				clear(pending)
+			}
+			rescan = false
+			first = time.Time{}
+			continue
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		timer.Reset(min(indexQuiet, first.Add(indexMaxDelay).Sub(now)))
+	}
+}
+
+// flush applies one batch of events: each path that had an event is
+// looked at again on disk, or the whole tree is rescanned after an
+// overflow. It publishes the new snapshot, then calls onChange.
+func (x *Index) flush(pending map[string]fsnotify.Op, rescan bool) {
+	old := x.snapshot()
+	var files []File
+	var ch Change
+	if rescan {
+		files, ch = x.rescan(old, pending)
+	} else {
+		files, ch = x.apply(old, pending)
+	}
+	x.nDirs.Store(int64(len(x.dirs)))
+	if ch.empty() {
+		return
+	}
+	x.files.Store(&files)
+	x.log.Debug("index changed", indexKeyUpdated, len(ch.Updated), indexKeyAdded, len(ch.Added), indexKeyRemoved, len(ch.Removed))
+	x.onChange(ch)
+}
+
+// contentOps are the events after which a file that is still there counts
+// as updated even if its size and time did not change: editors rewrite
+// files, and a rename over a file replaces it.
+const contentOps = fsnotify.Write | fsnotify.Create
+
+// fileEdit is the new state of one path in a batch: present or removed.
+type fileEdit struct {
+	f       File
+	present bool
+}
+
+// apply reconciles the paths of one batch with the disk. First, watched
+// directories that went away (or were renamed, even if another took their
+// place) drop their watches and files. Then each path is looked at: a new
+// directory is walked and watched, and a file is added, updated or
+// removed.
+func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Change) {
+	paths := slices.Sorted(maps.Keys(pending))
+	edits := make(map[string]fileEdit)
+	removeUnder := func(dir string) {
+		lo, hi := rangeUnder(old, dir)
+		for _, f := range old[lo:hi] {
+			edits[f.Path] = fileEdit{}
+		}
+	}
+
+	// Directories that went away. Their watches go first, so that a
+	// directory renamed within the root is watched again under its new
+	// name (inotify watches follow the inode, not the name).
+	gone := "\x00" // the last directory dropped; paths sort after it
+	for _, p := range paths {
+		if isUnder(p, gone) {
+			continue
+		}
+		_, known := x.dirs[p]
+		if !known {
+			if lo, hi := rangeUnder(old, p); lo == hi {
+				continue
+			}
+		}
+		if _, isDir, _ := x.statFile(p); isDir && pending[p]&(fsnotify.Remove|fsnotify.Rename) == 0 {
+			continue
+		}
+		x.unwatchUnder(p)
+		removeUnder(p)
+		gone = p
+	}
+
+	// Each path as it is now.
+	walked := "\x00"
+	for _, p := range paths {
+		if isUnder(p, walked) {
+			continue
+		}
+		f, isDir, ok := x.statFile(p)
+		switch {
+		case ok:
+			edits[p] = fileEdit{f: f, present: true}
+			continue
+		case !isDir:
+			edits[p] = fileEdit{}
+			continue
+		}
+		if p != "" {
+			edits[p] = fileEdit{} // was it a file?
+		}
+		if _, known := x.dirs[p]; known && pending[p]&fsnotify.Create == 0 || skipDir(p) {
+			continue
+		}
+		files, dirs, err := x.walk(p, true)
+		if err != nil {
+			x.log.Debug("index: skip unreadable directory", indexKeyPath, p, indexKeyErr, err)
+			continue
+		}
+		for _, d := range dirs {
+			x.dirs[d] = struct{}{}
+		}
+		removeUnder(p)
+		for _, f := range files {
+			edits[f.Path] = fileEdit{f: f, present: true}
+		}
+		walked = p
+	}
+
+	// What changed, in order.
+	var ch Change
+	keys := slices.Sorted(maps.Keys(edits))
+	changed := keys[:0]
+	for _, k := range keys {
+		e := edits[k]
+		i, inOld := slices.BinarySearchFunc(old, k, cmpFilePath)
+		switch {
+		case e.present && !inOld:
+			ch.Added = append(ch.Added, k)
+		case !e.present && inOld:
+			ch.Removed = append(ch.Removed, k)
+		case e.present && inOld && (pending[k]&contentOps != 0 || !sameFile(old[i], e.f)):
+			ch.Updated = append(ch.Updated, k)
+		default:
+			continue
+		}
+		changed = append(changed, k)
+	}
+	if ch.empty() {
+		return old, ch
+	}
+
+	// The new snapshot: old with the changed paths merged in.
+	files := make([]File, 0, len(old)+len(ch.Added)-len(ch.Removed))
+	i := 0
+	for _, k := range changed {
+		j, inOld := slices.BinarySearchFunc(old[i:], k, cmpFilePath)
+		files = append(files, old[i:i+j]...)
+		i += j
+		if inOld {
+			i++
+		}
+		if e := edits[k]; e.present {
+			files = append(files, e.f)
+		}
+	}
+	files = append(files, old[i:]...)
+	return files, ch
+}
+
+// rescan walks the whole tree again, after events were lost, and diffs it
+// with the snapshot. Directories that are gone lose their watches.
+func (x *Index) rescan(old []File, pending map[string]fsnotify.Op) ([]File, Change) {
+	files, dirs, err := x.walk("", true)
+	if err != nil {
+		x.log.Warn("index: rescan", indexKeyErr, err)
+		return old, Change{}
+	}
+	now := make(map[string]struct{}, len(dirs))
+	for _, d := range dirs {
+		now[d] = struct{}{}
+	}
+	for d := range x.dirs {
+		if _, ok := now[d]; !ok {
+			x.watcher.Remove(x.abs(d)) // may be gone already
+		}
+	}
+	x.dirs = now
+
+	var ch Change
+	i, j := 0, 0
+	for i < len(old) || j < len(files) {
+		var c int
+		switch {
+		case i == len(old):
+			c = 1
+		case j == len(files):
+			c = -1
+		default:
+			c = strings.Compare(old[i].Path, files[j].Path)
+		}
+		switch {
+		case c < 0:
+			ch.Removed = append(ch.Removed, old[i].Path)
+			i++
+		case c > 0:
+			ch.Added = append(ch.Added, files[j].Path)
+			j++
+		default:
+			if pending[files[j].Path]&contentOps != 0 || !sameFile(old[i], files[j]) {
+				ch.Updated = append(ch.Updated, files[j].Path)
+			}
+			i++
+			j++
+		}
+	}
+	return files, ch
+}
+
+// unwatchUnder removes the watches of dir and of the directories under it.
+func (x *Index) unwatchUnder(dir string) {
+	for d := range x.dirs {
+		if d == dir || isUnder(d, dir) {
+			x.watcher.Remove(x.abs(d)) // may be gone already
+			delete(x.dirs, d)
+		}
+	}
+}
+
+func sameFile(a, b File) bool {
+	return a.Size == b.Size && a.ModTime.Equal(b.ModTime)
+}
+
+// isUnder reports whether p is strictly under the directory dir ("" is the
+// root).
+func isUnder(p, dir string) bool {
+	if dir == "" {
+		return p != ""
+	}
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
+}
+
+// rangeUnder returns the bounds of the files under dir ("" is the root) in
+// files, which is sorted: all paths that start with dir+"/".
+func rangeUnder(files []File, dir string) (lo, hi int) {
+	if dir == "" {
+		return 0, len(files)
+	}
+	lo, _ = slices.BinarySearchFunc(files, dir+"/", cmpFilePath)
+	hi, _ = slices.BinarySearchFunc(files[lo:], dir+"0", cmpFilePath) // '0' follows '/'
+	return lo, lo + hi
+}

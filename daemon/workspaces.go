@@ -1,0 +1,216 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// maxRecentSessions bounds fly://sessions/recent per workspace.
+const maxRecentSessions = 50
+
+// workspace is one absolute root with its shared index. Every session on
+// the same root uses the same workspace; it stays warm for a while after
+// the last one leaves.
+type workspace struct {
+	root   string
+	fsRoot *os.Root // every file access of the workspace goes through it
+	index  *Index
+	stop   context.CancelFunc // stops index.Run
+
+	ready chan struct{} // closed when index and fsRoot are set, or err
+	err   error
+
+	mu       sync.Mutex
+	refs     int               // sessions holding it; guarded by workspaces.mu
+	idle     *time.Timer       // pending close after the last release; guarded by workspaces.mu
+	sessions map[*session]bool // connected sessions, for notifications
+	recent   []SessionInfo     // newest last
+	overview *Overview         // cached; nil when stale
+}
+
+// workspaceSessions returns the sessions to notify.
+func (w *workspace) connected() []*session {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*session, 0, len(w.sessions))
+	for s := range w.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// workspaces owns every open workspace and the goroutines of their
+// indexes. close stops them all and waits.
+type workspaces struct {
+	rules    Rules
+	linger   time.Duration
+	log      *slog.Logger
+	onChange func(*workspace, Change)
+
+	mu     sync.Mutex
+	m      map[string]*workspace
+	closed bool
+	wg     sync.WaitGroup // index.Run goroutines
+}
+
+func newWorkspaces(rules Rules, linger time.Duration, log *slog.Logger, onChange func(*workspace, Change)) *workspaces {
+	return &workspaces{rules: rules, linger: linger, log: log, onChange: onChange, m: make(map[string]*workspace)}
+}
+
+var errShuttingDown = errors.New("flyd is shutting down")
+
+// cleanRoot turns a client's workspace path into the key that sessions
+// share: absolute, symlinks resolved, and a directory.
+func cleanRoot(dir string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("workspace %q is not an absolute path", dir)
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("workspace %s is not a directory", dir)
+	}
+	return root, nil
+}
+
+// acquire returns the workspace of dir, indexing it first if no session
+// has it open. Concurrent callers for the same root share one build.
+// Every successful acquire must be paired with release.
+func (ws *workspaces) acquire(dir string) (*workspace, error) {
+	root, err := cleanRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	ws.mu.Lock()
+	if ws.closed {
+		ws.mu.Unlock()
+		return nil, errShuttingDown
+	}
+	w, ok := ws.m[root]
+	if ok {
+		w.refs++
+		if w.idle != nil {
+			w.idle.Stop()
+			w.idle = nil
+		}
+		ws.mu.Unlock()
+		<-w.ready
+		if w.err != nil {
+			ws.release(w)
+			return nil, w.err
+		}
+		return w, nil
+	}
+	w = &workspace{root: root, refs: 1, ready: make(chan struct{}), sessions: make(map[*session]bool)}
+	ws.m[root] = w
+	ws.mu.Unlock()
+
+	w.err = ws.open(w)
+	close(w.ready)
+	if w.err != nil {
+		ws.mu.Lock()
+		delete(ws.m, root)
+		ws.mu.Unlock()
+		return nil, w.err
+	}
+	return w, nil
+}
+
+// open builds w's index and starts watching it.
+func (ws *workspaces) open(w *workspace) error {
+	fsRoot, err := os.OpenRoot(w.root)
+	if err != nil {
+		return fmt.Errorf("open workspace: %w", err)
+	}
+	start := time.Now()
+	idx, err := newIndex(w.root, ws.rules, ws.log, func(c Change) { ws.onChange(w, c) })
+	if err != nil {
+		fsRoot.Close()
+		return fmt.Errorf("index workspace %s: %w", w.root, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.fsRoot, w.index, w.stop = fsRoot, idx, cancel
+	ws.log.Info("workspace indexed", "root", w.root, "files", idx.Len(), "elapsed_ms", time.Since(start).Milliseconds())
+
+	ws.wg.Add(1)
+	go func() { // owned by ws: stopped by w.stop, waited for by close
+		defer ws.wg.Done()
+		if err := idx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			ws.log.Warn("workspace watch ended", "root", w.root, "error", err)
+		}
+	}()
+	return nil
+}
+
+// release drops one reference; the last one schedules the workspace to
+// close after the linger time, unless a session comes back first.
+func (ws *workspaces) release(w *workspace) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w.refs--
+	if w.refs > 0 || ws.closed {
+		return
+	}
+	w.idle = time.AfterFunc(ws.linger, func() {
+		ws.mu.Lock()
+		if w.refs > 0 || ws.m[w.root] != w {
+			ws.mu.Unlock()
+			return
+		}
+		delete(ws.m, w.root)
+		ws.mu.Unlock()
+		ws.shut(w)
+		ws.log.Info("workspace closed after idle", "root", w.root)
+	})
+}
+
+// shut stops w's index and closes its root.
+func (ws *workspaces) shut(w *workspace) {
+	<-w.ready
+	if w.err != nil {
+		return
+	}
+	w.stop()
+	w.fsRoot.Close()
+}
+
+// list returns the open workspaces.
+func (ws *workspaces) list() []*workspace {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := make([]*workspace, 0, len(ws.m))
+	for _, w := range ws.m {
+		out = append(out, w)
+	}
+	return out
+}
+
+// close stops every workspace and waits for their goroutines.
+func (ws *workspaces) close() {
+	ws.mu.Lock()
+	ws.closed = true
+	all := ws.m
+	ws.m = map[string]*workspace{}
+	for _, w := range all {
+		if w.idle != nil {
+			w.idle.Stop()
+		}
+	}
+	ws.mu.Unlock()
+	for _, w := range all {
+		ws.shut(w)
+	}
+	ws.wg.Wait()
+}

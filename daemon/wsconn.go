@@ -1,0 +1,203 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// outboxSize is how many messages may wait for a slow client before flyd
+// gives up on it. It absorbs bursts; a client that stops reading fills it
+// within one write timeout and is disconnected.
+const outboxSize = 1024
+
+var errSlowClient = errors.New("client is not reading its messages")
+
+// wsConn is an mcp.Connection over one WebSocket: one JSON-RPC message per
+// text frame.
+//
+// Writes never touch the socket: they queue the encoded message in a
+// bounded outbox that one writer goroutine drains, each frame under its own
+// deadline. So a client that stops reading costs its own session only, and
+// never stalls a notification to another session.
+type wsConn struct {
+	c            *websocket.Conn
+	id           string
+	writeTimeout time.Duration
+
+	out  chan []byte
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+
+	closeOnce sync.Once
+	mu        sync.Mutex
+	closeErr  error // why the connection was closed, for the read side
+}
+
+// newWSConn wraps c and starts its writer goroutine, which Close stops
+// and waits for.
+func newWSConn(c *websocket.Conn, id string, writeTimeout time.Duration) *wsConn {
+	w := &wsConn{
+		c:            c,
+		id:           id,
+		writeTimeout: writeTimeout,
+		out:          make(chan []byte, outboxSize),
+		done:         make(chan struct{}),
+	}
+	w.wg.Add(1)
+	go w.writeLoop()
+	return w
+}
+
+// SessionID implements mcp.Connection.
+func (w *wsConn) SessionID() string { return w.id }
+
+// Read returns the next decodable message. A frame that is not JSON-RPC
+// is answered with a parse error and skipped: one bad message must not
+// end the session.
+func (w *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		typ, data, err := w.c.Read(ctx)
+		if err != nil {
+			w.mu.Lock()
+			cause := w.closeErr
+			w.mu.Unlock()
+			if cause != nil {
+				return nil, cause
+			}
+			return nil, fmt.Errorf("read: %w", err)
+		}
+		if typ != websocket.MessageText {
+			w.reject(jsonrpc.CodeInvalidRequest, "binary frames are not accepted: send one JSON-RPC message per text frame")
+			continue
+		}
+		msg, err := jsonrpc.DecodeMessage(data)
+		if err != nil {
+			w.reject(jsonrpc.CodeParseError, "parse error: "+err.Error())
+			continue
+		}
+		return msg, nil
+	}
+}
+
+// reject answers a frame that could not be decoded, so has no usable id.
+func (w *wsConn) reject(code int64, msg string) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}})
+	if err == nil {
+		w.enqueue(data, false)
+	}
+}
+
+// Write queues msg, waiting while the outbox is full: until there is room,
+// ctx ends, or the connection closes (which the writer does once a frame
+// misses its deadline).
+func (w *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	select {
+	case w.out <- data:
+		return nil
+	case <-w.done:
+		return errors.New("connection closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// notify sends a server notification without ever waiting: with a full
+// outbox the client is not reading, and the connection is closed instead.
+func (w *wsConn) notify(method string, params any) error {
+	data, err := encodeNotification(method, params)
+	if err != nil {
+		return err
+	}
+	return w.enqueue(data, true)
+}
+
+func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
+	select {
+	case w.out <- data:
+		return nil
+	case <-w.done:
+		return errors.New("connection closed")
+	default:
+	}
+	if dropSlow {
+		w.fail(errSlowClient)
+		return errSlowClient
+	}
+	return nil
+}
+
+// writeLoop is the only writer of the socket while the connection is open.
+// It ends when Close is called or a frame misses its deadline.
+func (w *wsConn) writeLoop() {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-w.done:
+			return
+		case data := <-w.out:
+			ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
+			err := w.c.Write(ctx, websocket.MessageText, data)
+			cancel()
+			if err != nil {
+				w.fail(fmt.Errorf("write: %w", err))
+				return
+			}
+		}
+	}
+}
+
+// fail records why the connection broke and drops the socket at once,
+// which ends the pending Read; the SDK then calls Close. It never blocks.
+func (w *wsConn) fail(cause error) {
+	w.mu.Lock()
+	if w.closeErr == nil {
+		w.closeErr = cause
+	}
+	w.mu.Unlock()
+	w.c.CloseNow()
+}
+
+// Close implements mcp.Connection. It may be called many times and
+// concurrently. On a healthy connection it flushes what is queued (bounded
+// by one write timeout) and sends a normal close frame.
+func (w *wsConn) Close() error {
+	w.closeOnce.Do(func() {
+		close(w.done)
+		w.wg.Wait()
+		w.mu.Lock()
+		failed := w.closeErr != nil
+		w.mu.Unlock()
+		if failed {
+			return
+		}
+		w.flush()
+		w.c.Close(websocket.StatusNormalClosure, "")
+	})
+	return nil
+}
+
+// flush writes what is still queued, bounded by one write timeout.
+func (w *wsConn) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
+	defer cancel()
+	for {
+		select {
+		case data := <-w.out:
+			if w.c.Write(ctx, websocket.MessageText, data) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,101 @@
+// Package paths answers where fly keeps its files: the per-user state
+// directory (bbolt file, lock, token, daemon log) and the Unix socket.
+//
+// flyd, flyctl and the shim all ask this package, so they always agree.
+// It reads no environment itself: callers pass a getenv function, which
+// keeps library code free of hidden inputs and lets tests inject values.
+// It imports only the standard library.
+package paths
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+)
+
+// MaxSocketPath is the longest socket path, in bytes, that every supported
+// OS accepts (sun_path is 104 bytes on macOS, 108 on Linux, both including
+// the terminating NUL).
+const MaxSocketPath = 103
+
+// Environment variables that override the defaults.
+const (
+	EnvSocket   = "FLY_SOCKET"
+	EnvStateDir = "FLY_STATE_DIR"
+)
+
+// Paths is where one user's fly files live.
+type Paths struct {
+	StateDir string // holds fly.db, flyd.lock, token, flyd.log
+	Socket   string // the daemon's Unix socket
+}
+
+// Lock is the file flyd holds an exclusive flock on while it runs.
+func (p Paths) Lock() string { return filepath.Join(p.StateDir, "flyd.lock") }
+
+// DB is the bbolt database file.
+func (p Paths) DB() string { return filepath.Join(p.StateDir, "fly.db") }
+
+// Log is where a detached flyd writes its log.
+func (p Paths) Log() string { return filepath.Join(p.StateDir, "flyd.log") }
+
+// Token is the bearer token file for the loopback TCP listener.
+func (p Paths) Token() string { return filepath.Join(p.StateDir, "token") }
+
+// Resolve computes the paths for the current user from the environment
+// given by getenv (os.Getenv in production). FLY_SOCKET and FLY_STATE_DIR
+// win over the platform defaults. Relative overrides are made absolute.
+func Resolve(getenv func(string) string) (Paths, error) {
+	var p Paths
+	var err error
+	if p.StateDir, err = stateDir(getenv); err != nil {
+		return Paths{}, err
+	}
+	if p.Socket, err = socket(getenv); err != nil {
+		return Paths{}, err
+	}
+	return p, nil
+}
+
+func stateDir(getenv func(string) string) (string, error) {
+	if d := getenv(EnvStateDir); d != "" {
+		return filepath.Abs(d)
+	}
+	home := getenv("HOME")
+	if runtime.GOOS == "darwin" {
+		if home == "" {
+			return "", errors.New("cannot find the state directory: HOME is not set (set FLY_STATE_DIR)")
+		}
+		return filepath.Join(home, "Library", "Application Support", "fly"), nil
+	}
+	if x := getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "fly"), nil
+	}
+	if home == "" {
+		return "", errors.New("cannot find the state directory: neither XDG_STATE_HOME nor HOME is set (set FLY_STATE_DIR)")
+	}
+	return filepath.Join(home, ".local", "state", "fly"), nil
+}
+
+func socket(getenv func(string) string) (string, error) {
+	if s := getenv(EnvSocket); s != "" {
+		return filepath.Abs(s)
+	}
+	if x := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		return filepath.Join(x, "fly", "flyd.sock"), nil
+	}
+	return filepath.Join(os.TempDir(), "fly-"+strconv.Itoa(os.Getuid()), "flyd.sock"), nil
+}
+
+// CheckSocketPath reports whether path fits in a sockaddr_un on every
+// supported OS. The error names the path and says how to shorten it.
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("socket path %q is %d bytes, over the %d-byte limit of Unix sockets; set %s to a shorter path",
+			path, len(path), MaxSocketPath, EnvSocket)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+// Package wire holds the small contract between flyd and its clients
+// (the shim and flyctl): version numbers, HTTP routes and header names.
+// It owns no behaviour. It imports only the standard library.
+package wire
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Version is the release of this build. Release builds override it with
+// -ldflags "-X github.com/fly-dev/fly/internal/wire.Version=v1.2.3".
+var Version = "0.1.0-dev"
+
+// Protocol is the number of the flyd HTTP/WebSocket protocol. It changes
+// only when a change would break an older shim or flyctl.
+const Protocol = 1
+
+// Routes served by flyd.
+const (
+	RouteMCP    = "/v1/mcp"
+	RouteStatus = "/v1/status"
+)
+
+// Subprotocol is the WebSocket subprotocol of RouteMCP: one JSON-RPC
+// message per text frame.
+const Subprotocol = "mcp"
+
+// Header names.
+const (
+	// HeaderVersion carries "VERSION protocol=N" on every reply and request.
+	HeaderVersion = "X-Fly-Version"
+	// HeaderWorkspace is the URL-query-escaped absolute workspace root the
+	// shim wants its session bound to.
+	HeaderWorkspace = "X-Fly-Workspace"
+	// HeaderEnv carries the client's flutter-relevant environment,
+	// encoded as URL query values (see EnvNames).
+	HeaderEnv = "X-Fly-Env"
+	// HeaderMaxMessage is the largest message in bytes flyd accepts on
+	// RouteMCP; the shim refuses larger lines itself with a clear error.
+	HeaderMaxMessage = "X-Fly-Max-Message-Bytes"
+)
+
+// EnvNames are the environment variables a session passes to the
+// flutter processes it starts.
+var EnvNames = []string{"PATH", "FLUTTER_ROOT", "ANDROID_HOME", "ANDROID_SDK_ROOT", "JAVA_HOME", "PUB_CACHE", "HOME"}
+
+// VersionHeader is the value of HeaderVersion for this build.
+func VersionHeader() string {
+	return Version + " protocol=" + strconv.Itoa(Protocol)
+}
+
+// EncodeEnv encodes the EnvNames present in getenv for HeaderEnv.
+func EncodeEnv(getenv func(string) string) string {
+	v := url.Values{}
+	for _, k := range EnvNames {
+		if s := getenv(k); s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v.Encode()
+}
+
+// DecodeEnv decodes a HeaderEnv value, keeping only EnvNames.
+func DecodeEnv(s string) map[string]string {
+	v, _ := url.ParseQuery(s)
+	env := make(map[string]string)
+	for _, k := range EnvNames {
+		if x := v.Get(k); x != "" {
+			env[k] = x
+		}
+	}
+	return env
+}
+
+// ParseVersionHeader splits a HeaderVersion value into the release and
+// protocol number. ok is false when the value is missing or malformed.
+func ParseVersionHeader(s string) (version string, protocol int, ok bool) {
+	v, p, found := strings.Cut(s, " protocol=")
+	if !found || v == "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, false
+	}
+	return v, n, true
+}
+
+// CheckPeer compares the HeaderVersion value a peer sent with this
+// build's protocol. The error says which side to upgrade. self names this
+// side ("flyd", "flyctl"), peer the other.
+func CheckPeer(self, peer, header string) error {
+	v, p, ok := ParseVersionHeader(header)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s sent no valid %s header (got %q); it is older than this %s %s: upgrade %s", peer, HeaderVersion, header, self, Version, peer)
+	case p < Protocol:
+		return fmt.Errorf("%s %s speaks protocol %d, this %s %s speaks %d: upgrade %s", peer, v, p, self, Version, Protocol, peer)
+	case p > Protocol:
+		return fmt.Errorf("%s %s speaks protocol %d, this %s %s speaks %d: upgrade %s", peer, v, p, self, Version, Protocol, self)
+	}
+	return nil
+}
