@@ -84,10 +84,25 @@ func socket(getenv func(string) string) (string, error) {
 	if s := getenv(EnvSocket); s != "" {
 		return filepath.Abs(s)
 	}
+	return filepath.Join(runtimeDir(getenv), "flyd.sock"), nil
+}
+
+// runtimeDir is the socket's directory. Editors, login shells and service
+// managers hand their children different environments, and every one of
+// them must find the same socket: so when XDG_RUNTIME_DIR is unset, the
+// directory systemd would have named is used if it exists, and the
+// fallback is a fixed /tmp path rather than $TMPDIR.
+func runtimeDir(getenv func(string) string) string {
+	uid := strconv.Itoa(os.Getuid())
 	if x := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		return filepath.Join(x, "fly", "flyd.sock"), nil
+		return filepath.Join(x, "fly")
 	}
-	return filepath.Join(os.TempDir(), "fly-"+strconv.Itoa(os.Getuid()), "flyd.sock"), nil
+	if runtime.GOOS == "linux" {
+		if fi, err := os.Stat(filepath.Join("/run/user", uid)); err == nil && fi.IsDir() {
+			return filepath.Join("/run/user", uid, "fly")
+		}
+	}
+	return filepath.Join("/tmp", "fly-"+uid)
 }
 
 // CheckSocketPath reports whether path fits in a sockaddr_un on every
