@@ -105,6 +105,7 @@ func (s *syncBuffer) String() string {
 
 // flydProc is a running flyd binary.
 type flydProc struct {
+	socket string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
 	done   chan error
@@ -115,7 +116,7 @@ type flydProc struct {
 func startFlyd(t testing.TB, e *env, args ...string) *flydProc {
 	t.Helper()
 	flyd, _ := binaries(t)
-	p := &flydProc{stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &flydProc{socket: e.paths.Socket, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(flyd, append([]string{"run", "--log-level", "debug"}, args...)...)
 	p.cmd.Env = e.vars
 	p.cmd.Stderr = p.stderr
@@ -142,7 +143,7 @@ func startFlyd(t testing.TB, e *env, args ...string) *flydProc {
 	}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit that removed the socket.
 func (p *flydProc) stop(t testing.TB) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -150,6 +151,9 @@ func (p *flydProc) stop(t testing.TB) {
 		p.done <- err
 		if err != nil && !strings.Contains(err.Error(), "killed") {
 			t.Errorf("flyd exit after SIGTERM: %v\n%s", err, p.stderr)
+		}
+		if _, serr := os.Lstat(p.socket); err == nil && serr == nil {
+			t.Errorf("flyd left its socket %s behind after SIGTERM", p.socket)
 		}
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()

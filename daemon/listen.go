@@ -42,8 +42,10 @@ func acquireLock(path string) (*instanceLock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	// The pid is only for the message a second flyd prints; failing to
+	// write it does not weaken the lock.
 	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &instanceLock{f: f}, nil
 }

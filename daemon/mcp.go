@@ -57,7 +57,6 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SupportedProtocolVersions: protocolVersions(),
 		Capabilities: &mcp.ServerCapabilities{
 			Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
-			Logging:   &mcp.LoggingCapabilities{},
 		},
 	})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -20,7 +21,10 @@ func runHelper(mode string) int {
 	case "dial":
 		// GET /v1/status over FLY_TEST_SOCKET and print what came back.
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-			Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", os.Getenv("FLY_TEST_SOCKET")) },
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", os.Getenv("FLY_TEST_SOCKET"))
+			},
 		}}
 		resp, err := c.Get("http://flyd/v1/status")
 		if err != nil {

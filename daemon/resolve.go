@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
@@ -40,9 +39,13 @@ func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
+// codeResourceNotFound is "resource not found" in MCP 2025-11-25 and
+// earlier, the versions flyd negotiates (later versions use invalid params).
+const codeResourceNotFound = -32002
+
 // notFound is a resource-not-found error that names the reason.
 func notFound(uri, reason string) error {
-	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: fmt.Sprintf("resource %s not found: %s", uri, reason)}
+	return &jsonrpc.Error{Code: codeResourceNotFound, Message: fmt.Sprintf("resource %s not found: %s", uri, reason)}
 }
 
 // workspaceURI is the URI of a workspace file, percent-encoding what needs
