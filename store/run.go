@@ -1,0 +1,265 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Kind says what started a run.
+type Kind string
+
+const (
+	KindRun   Kind = "run"   // flutter run
+	KindBuild Kind = "build" // flutter build
+	KindTool  Kind = "tool"  // a one-shot command: devices, doctor, create
+)
+
+// State is where a run is in its life.
+type State string
+
+const (
+	StateStarting    State = "starting"
+	StateRunning     State = "running"
+	StateStopped     State = "stopped"     // stopped by a client or by flyd's shutdown
+	StateExited      State = "exited"      // the process exited by itself
+	StateFailed      State = "failed"      // it could not start, or the build failed
+	StateInterrupted State = "interrupted" // flyd died while it was live; see MarkInterrupted
+)
+
+// Live reports whether a run in state s may still have a process.
+func (s State) Live() bool { return s == StateStarting || s == StateRunning }
+
+// Run is the persisted record of one run, build or tool invocation.
+type Run struct {
+	ID    string   `json:"id"`
+	Kind  Kind     `json:"kind"`
+	Argv  []string `json:"argv"`
+	Root  string   `json:"root"`
+	State State    `json:"state"`
+	PID   int      `json:"pid,omitempty"`
+	// PIDStart identifies the process together with PID, so that a stale
+	// record never signals a process that reused the pid. It is opaque,
+	// set by whoever reads it from the OS (on Linux, the starttime field of
+	// /proc/PID/stat), compared for equality only; 0 means unknown.
+	PIDStart     uint64    `json:"pid_start,omitempty"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	AppID        string    `json:"app_id,omitempty"`
+	VMServiceURI string    `json:"vm_service_uri,omitempty"`
+	DTDURI       string    `json:"dtd_uri,omitempty"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// NewRunID returns a new run id: 18 characters of lower-case Crockford
+// base32, a millisecond timestamp then random bits. Ids sort in creation
+// order, strictly so within one process.
+func NewRunID() string {
+	ms := uint64(time.Now().UnixMilli())
+	idGen.Lock()
+	var r uint64
+	if ms <= idGen.ms { // same millisecond, or the clock went back
+		ms, r = idGen.ms, idGen.r+1
+		if r >= 1<<40 {
+			ms, r = ms+1, 0
+		}
+	} else {
+		r = rand.Uint64N(1 << 39) // leave room to count up
+	}
+	idGen.ms, idGen.r = ms, r
+	idGen.Unlock()
+
+	const digits = "0123456789abcdefghjkmnpqrstvwxyz"
+	var id [18]byte
+	for i := 9; i >= 0; i-- { // 50 bits of time
+		id[i] = digits[ms&31]
+		ms >>= 5
+	}
+	for i := 17; i >= 10; i-- { // 40 bits of sequence
+		id[i] = digits[r&31]
+		r >>= 5
+	}
+	return string(id[:])
+}
+
+// idGen keeps NewRunID monotonic.
+var idGen struct {
+	sync.Mutex
+	ms, r uint64
+}
+
+// PutRun writes r, replacing any record with its id, and returns once it
+// is on disk.
+func (db *DB) PutRun(r Run) error {
+	if r.ID == "" {
+		return errors.New("put run: empty id")
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("put run %s: %w", r.ID, err)
+	}
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).Put([]byte(r.ID), v)
+	})
+	if err != nil {
+		return fmt.Errorf("put run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetRun returns the record of run id, or an error wrapping ErrNotFound.
+// (Run is the writer.)
+func (db *DB) GetRun(id string) (Run, error) {
+	var v []byte
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v = bytes.Clone(tx.Bucket(bucketRuns).Get([]byte(id)))
+		return nil
+	})
+	if err == nil && v == nil {
+		err = ErrNotFound
+	}
+	var r Run
+	if err == nil {
+		err = json.Unmarshal(v, &r)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Runs returns every run record, newest first (by id, which NewRunID
+// makes creation order).
+func (db *DB) Runs() ([]Run, error) {
+	var vals [][]byte
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRuns).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			vals = append(vals, bytes.Clone(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs := make([]Run, len(vals))
+	for i, v := range vals {
+		if err := json.Unmarshal(v, &runs[i]); err != nil {
+			return nil, fmt.Errorf("list runs: decode record %d: %w", i, err)
+		}
+	}
+	return runs, nil
+}
+
+// MarkInterrupted marks every run left starting or running, by a flyd that
+// did not shut down cleanly, as interrupted, with EndedAt set to now. It
+// returns those runs so that the caller can kill their process groups,
+// after checking PID and PIDStart. Call it at start, before any run is
+// started. Interrupted runs are never relaunched.
+func (db *DB) MarkInterrupted() ([]Run, error) {
+	now := time.Now()
+	var marked []Run
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRuns)
+		type put struct{ k, v []byte }
+		var puts []put
+		err := b.ForEach(func(k, v []byte) error {
+			var r Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode run %s: %w", k, err)
+			}
+			if !r.State.Live() {
+				return nil
+			}
+			r.State = StateInterrupted
+			if r.EndedAt.IsZero() {
+				r.EndedAt = now
+			}
+			nv, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("encode run %s: %w", k, err)
+			}
+			puts = append(puts, put{bytes.Clone(k), nv})
+			marked = append(marked, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range puts { // not inside ForEach: it must not modify b
+			if err := b.Put(p.k, p.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted runs: %w", err)
+	}
+	return marked, nil
+}
+
+// Prune deletes finished runs, with their logs, beyond the newest
+// Options.KeepRuns finished ones or that ended more than Options.MaxAge
+// before now, and logs whose run has no record. Live runs are kept. It
+// returns how many runs it deleted. Open calls it; the daemon calls it
+// from time to time.
+func (db *DB) Prune(now time.Time) (int, error) {
+	var n int
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		runs, logs := tx.Bucket(bucketRuns), tx.Bucket(bucketLogs)
+		var doomed [][]byte
+		finished := 0
+		c := runs.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			var r Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode run %s: %w", k, err)
+			}
+			if r.State.Live() {
+				continue
+			}
+			end := r.EndedAt
+			if end.IsZero() {
+				end = r.StartedAt
+			}
+			tooOld := db.opts.MaxAge >= 0 && !end.IsZero() && now.Sub(end) > db.opts.MaxAge
+			if !tooOld {
+				finished++
+			}
+			if tooOld || db.opts.KeepRuns >= 0 && finished > db.opts.KeepRuns {
+				doomed = append(doomed, bytes.Clone(k))
+			}
+		}
+		c = logs.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil && runs.Get(k) == nil { // a log bucket without a record
+				doomed = append(doomed, bytes.Clone(k))
+			}
+		}
+		for _, id := range doomed {
+			if runs.Get(id) != nil {
+				if err := runs.Delete(id); err != nil {
+					return fmt.Errorf("delete run %s: %w", id, err)
+				}
+				n++
+			}
+			if err := logs.DeleteBucket(id); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+				return fmt.Errorf("delete log of run %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
+	}
+	return n, nil
+}
