@@ -189,8 +189,8 @@ func TestEscapesRefused(t *testing.T) {
 		{"workspace:///" + filepath.Join(parent, "outside.dart"), jsonrpc.CodeInvalidParams},
 		{"workspace://host/lib/main.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib/main.dart%00.png", jsonrpc.CodeInvalidParams},
-		{"workspace:///..\\outside.dart", codeResourceNotFound}, // backslash: not even a valid URI path
-		{"workspace:///lib\\..\\..\\outside.dart", codeResourceNotFound},
+		{"workspace:///..\\outside.dart", jsonrpc.CodeInvalidParams},
+		{"workspace:///lib\\..\\..\\outside.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///../app-secrets/notes.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib/link_out.dart", codeResourceNotFound},
 		{"workspace:///lib/dir_out/notes.dart", codeResourceNotFound},
@@ -316,11 +316,7 @@ func TestSingleInstance(t *testing.T) {
 func TestStaleSocket(t *testing.T) {
 	e := newEnv(t)
 	p := startFlyd(t, e)
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-p.done
-	p.done <- nil
+	p.kill(t)
 	if _, err := os.Lstat(e.paths.Socket); err != nil {
 		t.Fatalf("socket should be left behind by kill -9: %v", err)
 	}

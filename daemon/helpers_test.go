@@ -106,6 +106,7 @@ func (s *syncBuffer) String() string {
 // flydProc is a running flyd binary.
 type flydProc struct {
 	socket string
+	killed bool // by kill: it could not clean up
 	cmd    *exec.Cmd
 	stderr *syncBuffer
 	done   chan error
@@ -152,13 +153,23 @@ func (p *flydProc) stop(t testing.TB) {
 		if err != nil && !strings.Contains(err.Error(), "killed") {
 			t.Errorf("flyd exit after SIGTERM: %v\n%s", err, p.stderr)
 		}
-		if _, serr := os.Lstat(p.socket); err == nil && serr == nil {
+		if _, serr := os.Lstat(p.socket); err == nil && serr == nil && !p.killed {
 			t.Errorf("flyd left its socket %s behind after SIGTERM", p.socket)
 		}
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()
 		t.Errorf("flyd did not stop within 20s of SIGTERM\n%s", p.stderr)
 	}
+}
+
+// kill kills flyd with SIGKILL, as a crash would, and waits for it.
+func (p *flydProc) kill(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.done <- <-p.done
+	p.killed = true
 }
 
 // httpClient talks HTTP to flyd over e's socket.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
 )
 
 // Log attribute keys of the index.
@@ -33,11 +32,37 @@ const (
 	indexKeyRemoved = "removed"
 )
 
-// File is one served file of a workspace.
+// File is one served file of a workspace. It holds only what a directory
+// read tells without a stat: a stat per file cost a build more than its
+// directory reads, and the result was stale by the time anyone asked.
+// Those who need a file's size and time stat it then: see statFiles.
 type File struct {
-	Path    string // slash-separated, relative to the root
+	Path string // slash-separated, relative to the root
+}
+
+// FileInfo is a served file with its size and modification time, as
+// statFiles found them.
+type FileInfo struct {
+	Path    string
 	Size    int64
 	ModTime time.Time
+}
+
+// statFiles stats files, such as a page of an index, through root, which
+// follows symlinks only within it. Files that are gone, or are no longer
+// regular files, are left out: the index will drop them once their events
+// are applied. It makes a few system calls per file, for each directory
+// of its path, so it is meant for pages, not for a whole index.
+func statFiles(root *os.Root, files []File) []FileInfo {
+	out := make([]FileInfo, 0, len(files))
+	for _, f := range files {
+		fi, err := root.Stat(filepath.FromSlash(f.Path))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		out = append(out, FileInfo{Path: f.Path, Size: fi.Size(), ModTime: fi.ModTime()})
+	}
+	return out
 }
 
 // Change is one batch of changes to an index. Each list is sorted.
@@ -83,6 +108,10 @@ type Index struct {
 	// dirs holds the watched directories, relative ("" is the root). The
 	// build fills it; after that, only Run's goroutine touches it.
 	dirs map[string]struct{}
+	// synced is when the last walk of the whole tree (the build or a
+	// rescan) started: a change since then may have been seen only through
+	// events. Only the build and then Run's goroutine touch it.
+	synced time.Time
 }
 
 // newIndex builds the index of root, an absolute and symlink-resolved
@@ -142,6 +171,7 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 		return nil, fmt.Errorf("index %s: %w", root, err)
 	}
 	x.buildTime = time.Since(start)
+	x.synced = start
 	for _, d := range dirs {
 		x.dirs[d] = struct{}{}
 	}
@@ -221,10 +251,12 @@ func (x *Index) watchFailed(rel string, err error) {
 }
 
 // walk lists the served files under the directory rel ("" is the root), in
-// order, and the directories it watched. With watch, it adds a watch to each
-// directory before reading it. It reads directories with a bounded pool of
-// workers, which it waits for. Only a failure to read rel itself is an
-// error; other unreadable directories are logged and skipped.
+// order, and the directories it watched. With watch, each worker adds a
+// watch to a directory just before it reads it, so the watches are added
+// in parallel too. It reads directories with a bounded pool of workers,
+// which it waits for. It stats no regular file, only symlinks (to check
+// where they lead). Only a failure to read rel itself is an error; other
+// unreadable directories are logged and skipped.
 func (x *Index) walk(rel string, watch bool) (files []File, dirs []string, err error) {
 	w := &indexWalk{x: x, watch: watch}
 	w.cond.L = &w.mu
@@ -306,8 +338,9 @@ func (w *indexWalk) work() {
 }
 
 // read reads the directory d: it watches it first (so that a file created
-// meanwhile is either read or reported), then stats its served files. It
-// returns the subdirectories to read.
+// meanwhile is either read or reported), then lists its served files, by
+// the type that the directory entries give. It returns the subdirectories
+// to read.
 func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 	x := w.x
 	abs := x.abs(d.rel)
@@ -331,9 +364,11 @@ func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 		// Keep what was read.
 		x.log.Debug("index: read directory", indexKeyPath, d.rel, indexKeyErr, err)
 	}
-	// Directories are queued; served names are stat'ed in name order,
-	// which is path order, so the files need no sort.
+	// Directories are queued. Served names are kept and sorted: name order
+	// is path order, so the files need no sort. Symlinks (rare) are also
+	// remembered apart, to check where they lead.
 	names := (*scratch)[:0]
+	var links []string
 	parent := path.Base(d.rel)
 	for _, e := range ents {
 		name := e.Name()
@@ -342,14 +377,20 @@ func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 			if !skipDirElem(parent, name) {
 				d.subs = append(d.subs, &walkDir{rel: joinRel(d.rel, name)})
 			}
-		case typ.IsRegular() || typ&fs.ModeSymlink != 0:
+		case typ.IsRegular():
 			if x.match.servedName(name) {
 				names = append(names, name)
+			}
+		case typ&fs.ModeSymlink != 0:
+			if x.match.servedName(name) {
+				names = append(names, name)
+				links = append(links, name)
 			}
 		}
 	}
 	*scratch = names
 	slices.Sort(names)
+	slices.Sort(links)
 	slices.SortFunc(d.subs, func(a, b *walkDir) int { return cmpPathKeys(a.rel, true, b.rel, true) })
 
 	// The paths of a directory's files share one allocation.
@@ -369,27 +410,18 @@ func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 	}
 	all := paths.String()
 
-	fd := int(f.Fd())
 	d.files = make([]File, 0, len(names))
 	for _, name := range names {
 		rel := all[:len(prefix)+len(name)]
 		all = all[len(rel):]
-		var st unix.Stat_t
-		err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		for err == unix.EINTR {
-			err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err != nil {
-			continue // gone since it was listed
-		}
-		switch uint32(st.Mode) & unix.S_IFMT {
-		case unix.S_IFREG:
-			d.files = append(d.files, File{Path: rel, Size: st.Size, ModTime: time.Unix(st.Mtim.Unix())})
-		case unix.S_IFLNK:
+		if len(links) > 0 && links[0] == name {
+			links = links[1:]
 			if f, ok := x.symlinkFile(rel); ok {
 				d.files = append(d.files, f)
 			}
+			continue
 		}
+		d.files = append(d.files, File{Path: rel})
 	}
 	return d.subs
 }
@@ -505,7 +537,7 @@ func (x *Index) rel(name string) (string, bool) {
 
 // symlinkFile returns the served file for the symlink rel. A symlink is
 // served only if it resolves, inside the root, to a regular file that is
-// itself neither a secret nor skipped; its size and time are its target's.
+// itself neither a secret nor skipped.
 func (x *Index) symlinkFile(rel string) (File, bool) {
 	// os.Root refuses links that leave the root.
 	fi, err := x.fsRoot.Stat(filepath.FromSlash(rel))
@@ -524,7 +556,7 @@ func (x *Index) symlinkFile(rel string) (File, bool) {
 	if !servable(name) || dir != "" && skipDir(dir[:len(dir)-1]) {
 		return File{}, false
 	}
-	return File{Path: rel, Size: fi.Size(), ModTime: fi.ModTime()}, true
+	return File{Path: rel}, true
 }
 
 // statFile looks at rel on disk now: whether it is a directory, or else
@@ -539,7 +571,7 @@ func (x *Index) statFile(rel string) (f File, isDir, ok bool) {
 	case !x.match.served(rel):
 		return File{}, false, false
 	case fi.Mode().IsRegular():
-		return File{Path: rel, Size: fi.Size(), ModTime: fi.ModTime()}, false, true
+		return File{Path: rel}, false, true
 	case fi.Mode()&fs.ModeSymlink != 0:
 		f, ok := x.symlinkFile(rel)
 		return f, false, ok

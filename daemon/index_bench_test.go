@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,11 +20,13 @@ import (
 //   - walk: a bare parallel walk with the same number of workers, that
 //     reads each directory with os.ReadDir and skips the skipped
 //     directories, nothing more (no stat, no rules, no result);
-//   - walkstat: walk plus one fstatat per regular file: the system calls
-//     that the index cannot avoid, since each File has a size and a time;
+//   - walkstat: walk plus one fstatat per regular file: what the index
+//     cost when each File had a size and a time;
 //   - walkdir: a plain filepath.WalkDir (DESIGN §7), skipping the same.
 //
-// ratio is index/walk, ratio-stat is index/walkstat.
+// ratio is index/walk, ratio-stat is index/walkstat. heap-B/file is the
+// heap that one index keeps alive (its watcher included, with watches),
+// per served file.
 //
 //	go test -run '^$' -bench IndexBuild -benchtime 10x ./daemon/
 func BenchmarkIndexBuild(b *testing.B) {
@@ -79,6 +82,7 @@ func BenchmarkIndexBuild(b *testing.B) {
 				b.StartTimer()
 				i++
 			}
+			b.ReportMetric(idxHeapPerFile(b, root, bc.watch), "heap-B/file")
 			ms := func(d time.Duration) float64 { return float64(d) / float64(i) / 1e6 }
 			b.ReportMetric(ms(index), "index-ms")
 			b.ReportMetric(ms(walk), "walk-ms")
@@ -89,6 +93,23 @@ func BenchmarkIndexBuild(b *testing.B) {
 			b.ReportMetric(float64(dirs), "dirs")
 		})
 	}
+}
+
+// idxHeapPerFile builds one index of root and returns the heap it keeps
+// alive, per served file.
+func idxHeapPerFile(b *testing.B, root string, watch bool) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	x, err := openIndex(root, DefaultRules(), nil, nil, watch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	n := x.Len()
+	idxRelease(b, x)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }
 
 func idxTimed(f func()) time.Duration {

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,7 @@ const (
 	logSession = "session"
 	logMethod  = "method"
 	logTool    = "tool"
-	logURI     = "uri"
+	logAttrURI = "uri"
 	logElapsed = "elapsed_ms"
 	logErr     = "error"
 )
@@ -68,6 +69,14 @@ func (s *Server) newMCPServer() *mcp.Server {
 	for _, r := range s.fixedResources() {
 		srv.AddResource(r, s.readFixed)
 	}
+	for _, kind := range []string{"run", "build"} {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{
+			Name: "log-" + kind, Title: "Log of a " + kind, MIMEType: "text/plain", URITemplate: "logs://" + kind + "/{id}",
+			Description: "The log of a flutter " + kind + ": one line per entry (seq, time, stream, text). Add ?since=SEQ, ?tail=N or ?start=&length=; _meta gives first_seq, last_seq and total.",
+		}, s.readLog)
+	}
+	s.addTools(srv)
+	s.addPrompts(srv)
 	srv.AddReceivingMiddleware(s.logRequests, s.perSession)
 	return srv
 }
@@ -114,9 +123,9 @@ func (s *Server) logRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			level = slog.LevelInfo
 			attrs = append(attrs, slog.String(logTool, p.Name))
 		case *mcp.ReadResourceParams:
-			attrs = append(attrs, slog.String(logURI, p.URI))
+			attrs = append(attrs, slog.String(logAttrURI, p.URI))
 		case *mcp.SubscribeParams:
-			attrs = append(attrs, slog.String(logURI, p.URI))
+			attrs = append(attrs, slog.String(logAttrURI, p.URI))
 		}
 		attrs = append(attrs, slog.Float64(logElapsed, float64(time.Since(start).Microseconds())/1000))
 		if err != nil {
@@ -145,12 +154,15 @@ func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 		case "resources/read":
 			uri := req.(*mcp.ReadResourceRequest).Params.URI
 			switch {
+			case strings.HasPrefix(uri, "logs:"):
+				// Served here: the SDK's template match does not take a query.
+				return s.readLog(ctx, req.(*mcp.ReadResourceRequest))
 			case strings.HasPrefix(uri, workspaceScheme+":"):
 				if _, _, err := parseWorkspaceURI(uri); err != nil {
 					return nil, err
 				}
 			case !strings.HasPrefix(uri, "fly://"):
-				return nil, notFound(uri, "flyd serves workspace:///<path> and fly:// resources only")
+				return nil, notFound(uri, "flyd serves workspace:///<path>, logs:// and fly:// resources only")
 			}
 		case "tools/call":
 			if sess, err := s.sessionOf(req.(*mcp.CallToolRequest).Session); err == nil {
@@ -161,48 +173,76 @@ func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// listCursor is the opaque resources/list cursor: the last path listed.
-func encodeCursor(last string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("after:" + last))
+// The resources/list cursor is opaque to clients. It holds either an
+// offset into the head of the list (the fixed resources, then the logs of
+// the workspace's runs) or the last file path listed.
+const (
+	cursorHead  = "head:"
+	cursorAfter = "after:"
+)
+
+func encodeCursor(s string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
-func decodeCursor(c string) (string, error) {
+func decodeCursor(c string) (head int, after string, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(b), "after:") {
-		return "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", c)
+	s := string(b)
+	switch {
+	case err != nil:
+	case strings.HasPrefix(s, cursorAfter):
+		return -1, strings.TrimPrefix(s, cursorAfter), nil
+	case strings.HasPrefix(s, cursorHead):
+		if n, err := strconv.Atoi(strings.TrimPrefix(s, cursorHead)); err == nil && n >= 0 {
+			return n, "", nil
+		}
 	}
-	return strings.TrimPrefix(string(b), "after:"), nil
+	return 0, "", invalidParams("invalid cursor %q: pass back the nextCursor of the previous page", c)
 }
 
-// listResources pages through the session's workspace index. The fixed
-// resources come first on the first page and count towards its size.
+// listResources pages through the session's resources: the fixed ones,
+// the logs of the workspace's runs, then the workspace's files in path
+// order.
 func (s *Server) listResources(req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	sess, err := s.sessionOf(req.Session)
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-	after, size := "", s.cfg.PageSize
+	head, after := 0, ""
 	if req.Params != nil && req.Params.Cursor != "" {
-		if after, err = decodeCursor(req.Params.Cursor); err != nil {
+		if head, after, err = decodeCursor(req.Params.Cursor); err != nil {
 			return nil, err
 		}
-	} else {
-		res.Resources = append(res.Resources, s.fixedResources()...)
+	}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	size := s.cfg.PageSize
+	if head >= 0 {
+		all := append(s.fixedResources(), s.logResources(sess.ws.root)...)
+		if head < len(all) {
+			res.Resources = append(res.Resources, all[head:min(len(all), head+size)]...)
+		}
+		if head+size < len(all) {
+			res.NextCursor = encodeCursor(cursorHead + strconv.Itoa(head+size))
+			return res, nil
+		}
 		size -= len(res.Resources)
 	}
 	files := sess.ws.index.After(after, size+1)
 	if len(files) > size {
 		files = files[:size]
-		res.NextCursor = encodeCursor(files[len(files)-1].Path)
+		res.NextCursor = encodeCursor(cursorAfter + files[len(files)-1].Path)
 	}
-	for _, f := range files {
+	if size == 0 && len(files) == 0 && sess.ws.index.Len() > 0 && head >= 0 {
+		res.NextCursor = encodeCursor(cursorAfter)
+	}
+	// Size and time are read per page, fresh: the index keeps paths only.
+	for _, f := range statFiles(sess.ws.fsRoot, files) {
 		res.Resources = append(res.Resources, fileResource(f))
 	}
 	return res, nil
 }
 
-func fileResource(f File) *mcp.Resource {
+func fileResource(f FileInfo) *mcp.Resource {
 	r := &mcp.Resource{
 		URI:         workspaceURI(f.Path),
 		Name:        path.Base(f.Path),
@@ -364,6 +404,17 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 	case uriOverview, uriSessionsCurrent, uriSessionsRecent:
 		return uri, nil
 	}
+	if strings.HasPrefix(uri, "logs:") {
+		_, id, _, err := parseLogURI(uri)
+		if err != nil {
+			return "", err
+		}
+		r, err := s.runs.get(id)
+		if err != nil {
+			return "", notFound(uri, err.Error())
+		}
+		return logURI(r.kind, r.id), nil
+	}
 	rel, _, err := parseWorkspaceURI(uri)
 	if err != nil {
 		return "", err
@@ -391,6 +442,9 @@ func (s *Server) workspaceChanged(w *workspace, c Change) {
 		w.mu.Unlock()
 	}
 	for _, sess := range w.connected() {
+		if !sess.ready() {
+			continue
+		}
 		for _, p := range slices.Concat(c.Updated, c.Removed) {
 			if uri := workspaceURI(p); sess.subscribed(uri) {
 				s.notify(sess, "notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})

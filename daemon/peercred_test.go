@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/fly-dev/fly/internal/fakeflutter"
 	"io"
 	"net"
 	"net/http"
@@ -36,6 +37,8 @@ func runHelper(mode string) int {
 		return 0
 	case "stdio-server":
 		return runStdioServer()
+	case "flutter":
+		return fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
 	return 2

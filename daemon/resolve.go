@@ -65,6 +65,9 @@ func parseWorkspaceURI(uri string) (rel string, r byteRange, err error) {
 	if strings.IndexByte(uri, 0) >= 0 {
 		return "", r, invalidParams("URI contains a NUL byte")
 	}
+	if strings.Contains(uri, `\`) {
+		return "", r, invalidParams("URI %q contains a backslash; workspace paths use '/'", uri)
+	}
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "", r, invalidParams("malformed URI %q: %v", uri, errors.Unwrap(err))

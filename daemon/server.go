@@ -20,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,6 +35,17 @@ type Config struct {
 	WriteTimeout    time.Duration // deadline of one write to a client (default 5s)
 	Linger          time.Duration // how long a workspace stays indexed with no session (default 10m)
 	Rules           Rules         // which workspace files are served (default DefaultRules)
+
+	Flutter         string        // the flutter executable; default: "flutter" on each session's PATH
+	MaxRuns         int           // live flutter runs per workspace (default 2)
+	MaxBuilds       int           // concurrent builds per workspace (default 3)
+	BuildTimeout    time.Duration // default 30m
+	RunStartTimeout time.Duration // how long flutter_run waits for app.started (default 10m)
+	StopGrace       time.Duration // wait after app.stop and after SIGTERM (default 5s)
+	RingEntries     int           // log ring bound per run, entries (default 1000)
+	RingBytes       int           // log ring bound per run, bytes of text (default 100 KiB)
+	KeepRuns        int           // finished runs kept in the store (default 100)
+	MaxRunAge       time.Duration // finished runs older than this are deleted (default 7 days)
 
 	Log *slog.Logger // default: discard
 }
@@ -61,6 +73,21 @@ func (c *Config) setDefaults() {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
+	if c.MaxRuns <= 0 {
+		c.MaxRuns = 2
+	}
+	if c.MaxBuilds <= 0 {
+		c.MaxBuilds = 3
+	}
+	if c.BuildTimeout <= 0 {
+		c.BuildTimeout = 30 * time.Minute
+	}
+	if c.RunStartTimeout <= 0 {
+		c.RunStartTimeout = 10 * time.Minute
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 5 * time.Second
+	}
 }
 
 // Server is flyd. Create it with New and run it with Run.
@@ -71,16 +98,21 @@ type Server struct {
 	ws      *workspaces
 	started time.Time
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	conns    sync.WaitGroup // session handlers; Run waits for them
+	runs *runEngine
+
+	mu        sync.Mutex
+	sessions  map[string]*session
+	notifying map[string]bool // runs whose log has a followLog goroutine
+	conns     sync.WaitGroup  // session handlers; Run waits for them
+	notifyWG  sync.WaitGroup  // followLog goroutines
 }
 
 // New returns a Server for cfg. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session)}
+	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool)}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
+	s.runs = newRunEngine(cfg, cfg.Log, s.runChanged)
 	s.mcp = s.newMCPServer()
 	return s
 }
@@ -100,6 +132,15 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.release()
+	db, err := store.Open(p.DB(), store.Options{KeepRuns: s.cfg.KeepRuns, MaxAge: s.cfg.MaxRunAge, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	stopStore, err := s.startStore(db)
+	if err != nil {
+		return err
+	}
+	defer stopStore()
 	if err := prepareSocketDir(p.Socket); err != nil {
 		return err
 	}
@@ -158,7 +199,33 @@ func (s *Server) shutdown(hs *http.Server) {
 		}
 	}
 	s.conns.Wait()
+	s.runs.closeAll()
+	s.notifyWG.Wait()
 	s.ws.close()
+}
+
+// startStore hands db to the runs engine and runs its writer. The returned
+// function stops the writer, waits for it and closes the file.
+func (s *Server) startStore(db *store.DB) (stop func(), err error) {
+	if err := s.runs.open(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // owned by stop
+		defer close(done)
+		if err := db.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Error("store writer stopped", logErr, err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		if err := db.Close(); err != nil {
+			s.log.Error("close store", logErr, err)
+		}
+	}, nil
 }
 
 func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
@@ -177,6 +244,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.RouteMCP, s.serveMCP)
 	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
+	s.addRunRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
 		if h := r.Header.Get(wire.HeaderVersion); h != "" {

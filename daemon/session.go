@@ -64,6 +64,13 @@ func (s *session) setSubscribed(uri string, on bool) {
 	}
 }
 
+// ready reports whether the client has initialized: only then may it get
+// notifications.
+func (s *session) ready() bool {
+	ss := s.ss.Load()
+	return ss != nil && ss.InitializeParams() != nil
+}
+
 // client returns the name and version the client gave in initialize.
 func (s *session) client() (name, version string) {
 	if ss := s.ss.Load(); ss != nil {

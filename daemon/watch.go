@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 )
 
 // Watch events are coalesced: a batch is applied once no event has come
@@ -102,21 +103,28 @@ func (x *Index) flush(pending map[string]fsnotify.Op, rescan bool) {
 }
 
 // contentOps are the events after which a file that is still there counts
-// as updated even if its size and time did not change: editors rewrite
-// files, and a rename over a file replaces it.
+// as updated: a write, or a create (editors rewrite files, and a rename
+// over a file replaces it, which inotify reports as a create of its name).
+// These are how inotify reports new content; the index keeps no size or
+// time to compare, and needs none. A chmod or a touch alone is no update.
 const contentOps = fsnotify.Write | fsnotify.Create
 
 // fileEdit is the new state of one path in a batch: present or removed.
+// A present file found by walking a new or re-created directory is fresh:
+// it may be another file than the one the snapshot had at its path.
 type fileEdit struct {
 	f       File
 	present bool
+	fresh   bool
 }
 
 // apply reconciles the paths of one batch with the disk. First, watched
 // directories that went away (or were renamed, even if another took their
 // place) drop their watches and files. Then each path is looked at: a new
 // directory is walked and watched, and a file is added, updated or
-// removed.
+// removed. A file that was and still is there is updated if it had a
+// content event (contentOps), or if it was found by walking a directory
+// (which can have replaced the one that held the old file).
 func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Change) {
 	paths := slices.Sorted(maps.Keys(pending))
 	edits := make(map[string]fileEdit)
@@ -180,7 +188,7 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 		}
 		removeUnder(p)
 		for _, f := range files {
-			edits[f.Path] = fileEdit{f: f, present: true}
+			edits[f.Path] = fileEdit{f: f, present: true, fresh: true}
 		}
 		walked = p
 	}
@@ -191,13 +199,13 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 	changed := keys[:0]
 	for _, k := range keys {
 		e := edits[k]
-		i, inOld := slices.BinarySearchFunc(old, k, cmpFilePath)
+		_, inOld := slices.BinarySearchFunc(old, k, cmpFilePath)
 		switch {
 		case e.present && !inOld:
 			ch.Added = append(ch.Added, k)
 		case !e.present && inOld:
 			ch.Removed = append(ch.Removed, k)
-		case e.present && inOld && (pending[k]&contentOps != 0 || !sameFile(old[i], e.f)):
+		case e.present && inOld && (pending[k]&contentOps != 0 || e.fresh):
 			ch.Updated = append(ch.Updated, k)
 		default:
 			continue
@@ -228,12 +236,22 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 
 // rescan walks the whole tree again, after events were lost, and diffs it
 // with the snapshot. Directories that are gone lose their watches.
+//
+// A file that was and still is there counts as updated if it had a content
+// event, or if it may have changed since the last walk of the whole tree
+// (changedSince): events lost since then could have been its writes. That
+// costs one stat per file, which the build avoids, but overflows are rare;
+// the alternative, to call every file updated, would have every subscriber
+// re-read every file it follows.
 func (x *Index) rescan(old []File, pending map[string]fsnotify.Op) ([]File, Change) {
+	since := x.synced.Add(-ctimeSlack)
+	start := time.Now()
 	files, dirs, err := x.walk("", true)
 	if err != nil {
 		x.log.Warn("index: rescan", indexKeyErr, err)
 		return old, Change{}
 	}
+	x.synced = start
 	now := make(map[string]struct{}, len(dirs))
 	for _, d := range dirs {
 		now[d] = struct{}{}
@@ -265,8 +283,8 @@ func (x *Index) rescan(old []File, pending map[string]fsnotify.Op) ([]File, Chan
 			ch.Added = append(ch.Added, files[j].Path)
 			j++
 		default:
-			if pending[files[j].Path]&contentOps != 0 || !sameFile(old[i], files[j]) {
-				ch.Updated = append(ch.Updated, files[j].Path)
+			if p := files[j].Path; pending[p]&contentOps != 0 || x.changedSince(p, since) {
+				ch.Updated = append(ch.Updated, p)
 			}
 			i++
 			j++
@@ -285,8 +303,34 @@ func (x *Index) unwatchUnder(dir string) {
 	}
 }
 
-func sameFile(a, b File) bool {
-	return a.Size == b.Size && a.ModTime.Equal(b.ModTime)
+// ctimeSlack is how far the change times that the kernel stamps may lag
+// behind time.Now: they come from a clock that is updated once a tick
+// (10 ms at worst), and changedSince allows for ten of those.
+const ctimeSlack = 100 * time.Millisecond
+
+// changedSince reports whether the file at rel may have changed at or
+// after t: its status change time (ctime) is not before t, it is a symlink
+// (whose target may have changed, or been swapped), or it cannot be looked
+// at. Unlike the modification time, ctime cannot be set back: a write, a
+// rename onto the name and a new link all move it to now. A ctime in whole
+// seconds may come from a filesystem that keeps no more (ext4 with small
+// inodes, HFS+; FAT keeps 2 s), so it is taken as up to 2 s later. What
+// this cannot see is a clock stepped back, or a filesystem that lets ctime
+// be set (FAT again).
+func (x *Index) changedSince(rel string, t time.Time) bool {
+	var st unix.Stat_t
+	err := unix.Lstat(x.abs(rel), &st)
+	for err == unix.EINTR {
+		err = unix.Lstat(x.abs(rel), &st)
+	}
+	if err != nil || uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		return true
+	}
+	ctime := time.Unix(st.Ctim.Unix())
+	if st.Ctim.Nsec == 0 {
+		ctime = ctime.Add(2 * time.Second)
+	}
+	return !ctime.Before(t)
 }
 
 // isUnder reports whether p is strictly under the directory dir ("" is the

@@ -85,6 +85,15 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	pageSize := fs.Int("page-size", 100, "resources per resources/list page")
 	linger := fs.Duration("linger", 10*time.Minute, "how long a workspace stays indexed after its last session")
 	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
+	flutter := fs.String("flutter", "", "the flutter executable (default: flutter on each client's PATH)")
+	maxRuns := fs.Int("max-runs", 2, "live flutter runs per workspace")
+	maxBuilds := fs.Int("max-builds", 3, "concurrent builds per workspace")
+	buildTimeout := fs.Duration("build-timeout", 30*time.Minute, "how long a build may take")
+	stopGrace := fs.Duration("stop-grace", 5*time.Second, "wait after app.stop and after SIGTERM before the next signal")
+	ringEntries := fs.Int("log-entries", 1000, "log lines kept in memory per run")
+	ringKB := fs.Int("log-kb", 100, "log text kept in memory per run, in KiB")
+	keepRuns := fs.Int("keep-runs", 100, "finished runs kept on disk")
+	maxRunAge := fs.Duration("max-run-age", 7*24*time.Hour, "finished runs older than this are deleted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	fs.Usage = func() {
@@ -134,6 +143,15 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		PageSize:        *pageSize,
 		Linger:          *linger,
 		Rules:           rules,
+		Flutter:         *flutter,
+		MaxRuns:         *maxRuns,
+		MaxBuilds:       *maxBuilds,
+		BuildTimeout:    *buildTimeout,
+		StopGrace:       *stopGrace,
+		RingEntries:     *ringEntries,
+		RingBytes:       *ringKB << 10,
+		KeepRuns:        *keepRuns,
+		MaxRunAge:       *maxRunAge,
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)

@@ -18,10 +18,25 @@ var Version = "0.1.0-dev"
 // only when a change would break an older shim or flyctl.
 const Protocol = 1
 
-// Routes served by flyd.
+// Routes served by flyd. The {id} routes are net/http patterns: a client
+// replaces "{id}" with a run id.
 const (
-	RouteMCP    = "/v1/mcp"
-	RouteStatus = "/v1/status"
+	RouteMCP      = "/v1/mcp"
+	RouteStatus   = "/v1/status"
+	RouteRuns     = "/v1/runs"           // GET: {"runs": [...]}, newest first; ?root=/abs filters
+	RouteRun      = "/v1/runs/{id}"      // GET: one run
+	RouteRunStop  = "/v1/runs/{id}/stop" // POST: stop a run and return its final state
+	RouteRunLogs  = "/v1/runs/{id}/logs" // GET: NDJSON log lines; ?after=SEQ&tail=N&follow=1
+	ContentNDJSON = "application/x-ndjson"
+)
+
+// The "type" of each NDJSON line of RouteRunLogs.
+const (
+	LogLineEntry     = "entry"     // one log entry: seq, time, stream, text, truncated
+	LogLineGap       = "gap"       // entries lost before they were read: seq, lost, resume, text
+	LogLineHeartbeat = "heartbeat" // a follow is idle but alive: time, last_seq
+	LogLineEnd       = "end"       // the last line without follow: state, exit_code, last_seq
+	LogLineExit      = "exit"      // the last line of a follow: the run ended; state, exit_code, error, last_seq
 )
 
 // Subprotocol is the WebSocket subprotocol of RouteMCP: one JSON-RPC

@@ -1,0 +1,693 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/store"
+)
+
+// apiServer is an in-process flyd with a store and the fake flutter,
+// serving its Handler over HTTP.
+type apiServer struct {
+	s    *Server
+	db   *store.DB
+	url  string
+	c    *http.Client
+	root string // a Flutter project, symlinks resolved (a workspace key)
+}
+
+// newAPIServer starts a Server for cfg (its Flutter is the fake) with a
+// store opened with opts. With unix set it listens on a Unix socket, as
+// flyd does, whose small buffers make a stalled reader stall quickly;
+// else on loopback TCP. Cleanup stops every run, then the server.
+func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiServer {
+	t.Helper()
+	flutter, err := fakeflutter.Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Flutter = flutter
+	s := New(cfg)
+	db, err := store.Open(filepath.Join(t.TempDir(), "fly.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopStore, err := s.startStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{
+		"pubspec.yaml":  "name: demo\ndependencies:\n  flutter:\n    sdk: flutter\n",
+		"lib/main.dart": "void main() {}\n",
+	})
+	a := &apiServer{s: s, db: db, root: root}
+
+	hs := httptest.NewUnstartedServer(s.Handler())
+	if unix {
+		dir, err := os.MkdirTemp("", "flyapi") // short: socket paths are capped
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		sock := filepath.Join(dir, "s.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs.Listener.Close()
+		hs.Listener = ln
+		hs.Start()
+		a.url = "http://flyd"
+		a.c = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	} else {
+		hs.Start()
+		a.url, a.c = hs.URL, hs.Client()
+	}
+	t.Cleanup(func() {
+		s.runs.closeAll() // ends every follow with its exit line
+		hs.CloseClientConnections()
+		hs.Close()
+		s.notifyWG.Wait()
+		stopStore()
+		s.ws.close()
+	})
+	return a
+}
+
+// start runs `flutter run --machine` in the project, steered by vars
+// ("FAKE_FLUTTER_X=v"), and waits until the app has started unless the
+// fake delays its start.
+func (a *apiServer) start(t testing.TB, vars ...string) *run {
+	t.Helper()
+	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
+	for _, v := range vars {
+		k, val, _ := strings.Cut(v, "=")
+		env[k] = val
+	}
+	r, err := a.s.runs.start(context.Background(), startSpec{kind: store.KindRun, root: a.root, env: env, args: []string{"run", "--machine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env[fakeflutter.EnvStartupMS] != "" {
+		return r
+	}
+	select {
+	case <-r.started:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run %s did not start within 30s", r.id)
+	}
+	if st := r.record().State; st != stateRunning {
+		t.Fatalf("run %s: state %s, want running\n%s", r.id, st, tailText(r.ring, 30))
+	}
+	return r
+}
+
+// waitLog waits until the run's ring holds an entry containing text.
+func waitLog(t testing.TB, r *run, text string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, e := range r.ring.Tail(r.ring.Len()) {
+			if strings.Contains(e.Text, text) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.id, text, tailText(r.ring, 20))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// do sends a request and returns the response, whose body the caller closes.
+func (a *apiServer) do(t testing.TB, method, path string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, a.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := a.c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
+
+// getJSON does method path, checks the status and decodes the reply.
+func (a *apiServer) getJSON(t testing.TB, method, path string, wantCode int, out any) {
+	t.Helper()
+	resp := a.do(t, method, path)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantCode {
+		t.Fatalf("%s %s = %s %s, want %d", method, path, resp.Status, body, wantCode)
+	}
+	if resp.Header.Get(wire.HeaderVersion) == "" {
+		t.Errorf("%s %s: no %s header", method, path, wire.HeaderVersion)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatalf("%s %s: decode %s: %v", method, path, body, err)
+	}
+}
+
+// ndLine is any line of a log stream, decoded.
+type ndLine struct {
+	Type      string    `json:"type"`
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Stream    string    `json:"stream"`
+	Text      string    `json:"text"`
+	Truncated bool      `json:"truncated"`
+	Lost      uint64    `json:"lost"`
+	Resume    uint64    `json:"resume"`
+	State     string    `json:"state"`
+	ExitCode  *int      `json:"exit_code"`
+	Error     string    `json:"error"`
+	LastSeq   uint64    `json:"last_seq"`
+}
+
+// logs reads a whole non-follow log stream.
+func (a *apiServer) logs(t testing.TB, id, query string) []ndLine {
+	t.Helper()
+	resp := a.do(t, "GET", "/v1/runs/"+id+"/logs?"+query)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("logs?%s = %s %s", query, resp.Status, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != wire.ContentNDJSON {
+		t.Errorf("logs?%s: Content-Type %q, want %s", query, ct, wire.ContentNDJSON)
+	}
+	lines, err := decodeLines(resp.Body, nil)
+	if err != nil {
+		t.Fatalf("logs?%s: %v", query, err)
+	}
+	return lines
+}
+
+// decodeLines decodes NDJSON lines until EOF or an error, sending each to
+// each if it is not nil.
+func decodeLines(r io.Reader, each chan<- ndLine) ([]ndLine, error) {
+	br := bufio.NewReader(r)
+	var out []ndLine
+	for {
+		b, err := br.ReadBytes('\n')
+		if len(b) > 0 {
+			if b[len(b)-1] != '\n' {
+				return out, fmt.Errorf("line without newline: %q (%v)", b, err)
+			}
+			var l ndLine
+			if jerr := json.Unmarshal(b, &l); jerr != nil {
+				return out, fmt.Errorf("bad line %q: %v", b, jerr)
+			}
+			out = append(out, l)
+			if each != nil {
+				each <- l
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// follower is a follow=1 stream read by a goroutine.
+type follower struct {
+	lines chan ndLine
+	done  chan error // the stream's end: nil at EOF
+	body  io.Closer
+}
+
+func (a *apiServer) follow(t testing.TB, id, query string) *follower {
+	t.Helper()
+	resp := a.do(t, "GET", "/v1/runs/"+id+"/logs?follow=1&"+query)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("follow %s = %s %s", query, resp.Status, b)
+	}
+	f := &follower{lines: make(chan ndLine, 1<<20), done: make(chan error, 1), body: resp.Body}
+	go func() { // owned by f: ends when the body ends or is closed (Cleanup)
+		_, err := decodeLines(resp.Body, f.lines)
+		f.done <- err
+	}()
+	t.Cleanup(func() {
+		resp.Body.Close()
+		<-f.done
+	})
+	return f
+}
+
+// next returns the next line, failing the test after d.
+func (f *follower) next(t testing.TB, d time.Duration) ndLine {
+	t.Helper()
+	select {
+	case l := <-f.lines:
+		return l
+	case <-time.After(d):
+		t.Fatalf("no log line within %s", d)
+	}
+	panic("unreachable")
+}
+
+// until reads lines until one satisfies ok, returning all of them.
+func (f *follower) until(t testing.TB, d time.Duration, ok func(ndLine) bool) []ndLine {
+	t.Helper()
+	deadline := time.After(d)
+	var got []ndLine
+	for {
+		select {
+		case l := <-f.lines:
+			got = append(got, l)
+			if ok(l) {
+				return got
+			}
+		case <-deadline:
+			t.Fatalf("no matching log line within %s; got %d lines, last %+v", d, len(got), lastLine(got))
+		}
+	}
+}
+
+func lastLine(ls []ndLine) ndLine {
+	if len(ls) == 0 {
+		return ndLine{}
+	}
+	return ls[len(ls)-1]
+}
+
+// checkContiguous checks that entries and gaps account for every seq
+// after after, in order, and returns the last seq.
+func checkContiguous(t testing.TB, lines []ndLine, after uint64) uint64 {
+	t.Helper()
+	cur := after
+	for i, l := range lines {
+		switch l.Type {
+		case wire.LogLineEntry:
+			if l.Seq != cur+1 {
+				t.Fatalf("line %d: entry seq %d after seq %d, want %d", i, l.Seq, cur, cur+1)
+			}
+		case wire.LogLineGap:
+			if l.Resume != cur+l.Lost+1 || l.Seq != l.Resume-1 || l.Lost == 0 {
+				t.Fatalf("line %d: gap %+v after seq %d does not account for the missing seqs", i, l, cur)
+			}
+		default:
+			continue
+		}
+		cur = l.Seq
+	}
+	return cur
+}
+
+func entryTexts(lines []ndLine) []string {
+	var out []string
+	for _, l := range lines {
+		if l.Type == wire.LogLineEntry {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+func TestHTTPRunsListGetStop(t *testing.T) {
+	a := newAPIServer(t, Config{}, store.Options{}, false)
+	r := a.start(t, fakeflutter.EnvTickMS+"=0")
+
+	var list runsReply
+	a.getJSON(t, "GET", "/v1/runs", 200, &list)
+	if len(list.Runs) != 1 || list.Runs[0].RunID != r.id || list.Runs[0].State != "running" {
+		t.Fatalf("GET /v1/runs = %+v, want run %s running", list.Runs, r.id)
+	}
+	for _, q := range []string{"?all=1", "?root=" + url.QueryEscape(a.root), "?all=true&root=" + url.QueryEscape(a.root)} {
+		var l runsReply
+		a.getJSON(t, "GET", "/v1/runs"+q, 200, &l)
+		if len(l.Runs) != 1 || l.Runs[0].RunID != r.id {
+			t.Errorf("GET /v1/runs%s = %+v, want run %s", q, l.Runs, r.id)
+		}
+	}
+	var other runsReply
+	a.getJSON(t, "GET", "/v1/runs?root="+url.QueryEscape(t.TempDir()), 200, &other)
+	if other.Runs == nil || len(other.Runs) != 0 {
+		t.Errorf("runs of another root = %#v, want an empty list", other.Runs)
+	}
+	for _, q := range []string{"?root=relative/dir", "?all=maybe", "?workspace=/x", "?all=1&all=0"} {
+		var e errorReply
+		a.getJSON(t, "GET", "/v1/runs"+q, 400, &e)
+		if e.Error == "" {
+			t.Errorf("GET /v1/runs%s: no error message", q)
+		}
+	}
+
+	var info RunInfo
+	a.getJSON(t, "GET", "/v1/runs/"+r.id, 200, &info)
+	if info.RunID != r.id || info.State != "running" || info.LogURI != "logs://run/"+r.id || info.Root != a.root || info.PID == 0 || info.AppID == "" {
+		t.Errorf("GET /v1/runs/%s = %+v", r.id, info)
+	}
+	var nf errorReply
+	a.getJSON(t, "GET", "/v1/runs/nosuchrun", 404, &nf)
+	if !strings.Contains(nf.Error, `no such run "nosuchrun"`) || !strings.Contains(nf.Hint, "flyctl runs") {
+		t.Errorf("unknown run = %+v, want an error naming it and a hint", nf)
+	}
+	a.getJSON(t, "POST", "/v1/runs/nosuchrun/stop", 404, &nf)
+	a.getJSON(t, "GET", "/v1/runs/nosuchrun/logs", 404, &nf)
+
+	resp := a.do(t, "GET", "/v1/runs/"+r.id+"/stop")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET .../stop = %s, want 405", resp.Status)
+	}
+
+	var stopped RunInfo
+	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	if stopped.State != "stopped" || stopped.ExitCode == nil || stopped.EndedAt.IsZero() {
+		t.Errorf("POST stop = %+v, want stopped with an exit code and an end time", stopped)
+	}
+	var again RunInfo
+	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &again)
+	if !reflect.DeepEqual(stopped, again) {
+		t.Errorf("stopping a stopped run changed it: %+v, then %+v", stopped, again)
+	}
+	a.getJSON(t, "GET", "/v1/runs/"+r.id, 200, &info)
+	if info.State != "stopped" {
+		t.Errorf("GET after stop: state %s, want stopped", info.State)
+	}
+}
+
+func TestParseLogsParams(t *testing.T) {
+	tests := []struct {
+		query string
+		want  logsParams
+		err   string
+	}{
+		{"", logsParams{}, ""},
+		{"after=42", logsParams{after: 42}, ""},
+		{"tail=10", logsParams{tail: 10, hasTail: true}, ""},
+		{"tail=0", logsParams{hasTail: true}, ""},
+		{"follow=1&after=7&tail=3", logsParams{after: 7, tail: 3, hasTail: true, follow: true}, ""},
+		{"follow=false", logsParams{}, ""},
+		{"after=-1", logsParams{}, `after="-1" is not a seq`},
+		{"after=x", logsParams{}, `after="x" is not a seq`},
+		{"tail=-5", logsParams{}, `tail="-5" is not a number of lines`},
+		{"tail=99999999999", logsParams{}, `tail="99999999999" is not a number of lines`},
+		{"follow=perhaps", logsParams{}, `follow="perhaps" is not a boolean`},
+		{"since=3", logsParams{}, `unknown query parameter "since"`},
+		{"after=1&after=2", logsParams{}, `"after" is given 2 times`},
+	}
+	for _, tt := range tests {
+		q, _ := url.ParseQuery(tt.query)
+		got, err := parseLogsParams(q)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("parseLogsParams(%q) error = %v, want %q", tt.query, err, tt.err)
+		case tt.err == "" && err != nil:
+			t.Errorf("parseLogsParams(%q) error = %v", tt.query, err)
+		case tt.err == "" && got != tt.want:
+			t.Errorf("parseLogsParams(%q) = %+v, want %+v", tt.query, got, tt.want)
+		}
+	}
+}
+
+func TestHTTPRunsLogs(t *testing.T) {
+	a := newAPIServer(t, Config{}, store.Options{}, false)
+	r := a.start(t, fakeflutter.EnvLines+"=20", fakeflutter.EnvTickMS+"=1")
+	waitLog(t, r, "flutter: tick 20")
+	last := r.ring.Last()
+
+	all := a.logs(t, r.id, "")
+	end := all[len(all)-1]
+	if end.Type != wire.LogLineEnd || end.State != "running" || end.ExitCode != nil || end.LastSeq != last {
+		t.Errorf("last line = %+v, want end of a running run at seq %d", end, last)
+	}
+	if got := checkContiguous(t, all[:len(all)-1], 0); got != last {
+		t.Errorf("entries end at seq %d, want %d", got, last)
+	}
+	texts := entryTexts(all)
+	if !strings.HasPrefix(texts[0], "started: flutter run --machine") || !contains(texts, "flutter: tick 1") || !contains(texts, "flutter: tick 20") {
+		t.Errorf("entries %q lack the start note or the ticks", texts)
+	}
+	for _, l := range all[:len(all)-1] {
+		if l.Time.IsZero() || l.Stream == "" {
+			t.Errorf("entry %+v lacks time or stream", l)
+		}
+	}
+
+	tests := []struct {
+		query      string
+		first, end uint64 // seqs of the first and last entry; 0, 0 for none
+	}{
+		{"after=5", 6, last},
+		{"tail=5", last - 4, last},
+		{"after=" + strconv.FormatUint(last-3, 10) + "&tail=10", last - 2, last}, // tail applies after after
+		{"after=2&tail=3", last - 2, last},
+		{"tail=0", 0, 0},
+		{"after=" + strconv.FormatUint(last, 10), 0, 0},
+		{"tail=100000", 1, last},
+	}
+	for _, tt := range tests {
+		lines := a.logs(t, r.id, tt.query)
+		entries := lines[:len(lines)-1]
+		end := lines[len(lines)-1]
+		if end.Type != wire.LogLineEnd {
+			t.Errorf("logs?%s: last line %+v, want end", tt.query, end)
+		}
+		if tt.first == 0 {
+			if len(entries) != 0 || end.LastSeq == 0 {
+				t.Errorf("logs?%s = %+v, want only an end line with the cursor", tt.query, lines)
+			}
+			continue
+		}
+		if len(entries) == 0 || entries[0].Seq != tt.first || end.LastSeq != tt.end {
+			t.Errorf("logs?%s: first entry %+v, end %+v; want entries %d..%d", tt.query, lastLine(entries[:min(1, len(entries))]), end, tt.first, tt.end)
+			continue
+		}
+		checkContiguous(t, entries, tt.first-1)
+	}
+
+	for _, q := range []string{"after=-1", "tail=x", "follow=maybe", "since=3"} {
+		var e errorReply
+		a.getJSON(t, "GET", "/v1/runs/"+r.id+"/logs?"+q, 400, &e)
+		if e.Error == "" {
+			t.Errorf("logs?%s: no error message", q)
+		}
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHTTPRunsFollow follows a live run from its start, stops it, and
+// gets every line once and then the exit record; a follow of an ended run
+// gets its history and the same exit record at once.
+func TestHTTPRunsFollow(t *testing.T) {
+	a := newAPIServer(t, Config{}, store.Options{}, false)
+	r := a.start(t, fakeflutter.EnvTickMS+"=20")
+	f := a.follow(t, r.id, "after=0")
+	seen := r.ring.Last()
+	// Lines printed after the follow began arrive live.
+	got := f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineEntry && l.Seq > seen+3 })
+
+	var stopped RunInfo
+	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	got = append(got, f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })...)
+	select {
+	case err := <-f.done:
+		if err != nil {
+			t.Errorf("follow ended with %v, want EOF after the exit line", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end after its exit line")
+	}
+	exit := got[len(got)-1]
+	last := checkContiguous(t, got, 0)
+	if exit.State != "stopped" || exit.ExitCode == nil || *exit.ExitCode != *stopped.ExitCode || exit.LastSeq != last || last != r.ring.Last() {
+		t.Errorf("exit line = %+v, want stopped, exit code %d, last_seq %d (ring %d)", exit, *stopped.ExitCode, last, r.ring.Last())
+	}
+	if texts := entryTexts(got); !contains(texts, "stop requested") || !strings.HasPrefix(texts[len(texts)-1], "exited:") {
+		t.Errorf("followed entries end with %q, want the stop and exit notes", texts[max(0, len(texts)-3):])
+	}
+
+	// The run has ended: a follow gets the tail and the exit line, and ends.
+	lines := a.logs(t, r.id, "follow=1&tail=2")
+	if len(lines) != 3 || lines[0].Seq != last-1 || lines[2].Type != wire.LogLineExit || lines[2].State != "stopped" || lines[2].LastSeq != last {
+		t.Errorf("follow of an ended run = %+v, want 2 entries and the exit line", lines)
+	}
+}
+
+func TestHTTPRunsHeartbeat(t *testing.T) {
+	defer func(d time.Duration) { heartbeatEvery = d }(heartbeatEvery)
+	heartbeatEvery = 200 * time.Millisecond
+	a := newAPIServer(t, Config{}, store.Options{}, false)
+	r := a.start(t, fakeflutter.EnvTickMS+"=0") // an idle app
+	f := a.follow(t, r.id, "tail=0")
+	for range 2 {
+		l := f.next(t, 10*time.Second)
+		if l.Type != wire.LogLineHeartbeat || l.LastSeq != r.ring.Last() || l.Time.IsZero() {
+			t.Fatalf("idle follow sent %+v, want a heartbeat at seq %d", l, r.ring.Last())
+		}
+	}
+	var stopped RunInfo
+	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	got := f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })
+	if exit := got[len(got)-1]; exit.State != "stopped" {
+		t.Errorf("exit line %+v, want stopped", exit)
+	}
+}
+
+// TestHTTPRunsGap: a reader whose cursor is older than what the log still
+// holds gets one gap line that says how many lines it lost and where it
+// resumes; what the ring evicted but the store keeps is read back whole.
+func TestHTTPRunsGap(t *testing.T) {
+	a := newAPIServer(t, Config{RingEntries: 10}, store.Options{MaxLogEntries: 40}, false)
+	r := a.start(t, fakeflutter.EnvLines+"=200", fakeflutter.EnvTickMS+"=1")
+	waitLog(t, r, "flutter: tick 200")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.db.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := a.db.LogStats(r.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, ringFirst := r.ring.Last(), r.ring.First()
+	if stored.FirstSeq <= 1 || stored.FirstSeq >= ringFirst || stored.LastSeq != last {
+		t.Fatalf("store holds %d..%d, ring %d..%d: want the store to hold more than the ring and less than all", stored.FirstSeq, stored.LastSeq, ringFirst, last)
+	}
+
+	for _, follow := range []string{"0", "1"} {
+		lines := a.logs(t, r.id, "tail=0&follow=0") // nothing but the end line
+		if len(lines) != 1 {
+			t.Fatalf("tail=0 = %+v", lines)
+		}
+		var got []ndLine
+		if follow == "1" {
+			f := a.follow(t, r.id, "after=0")
+			got = f.until(t, 30*time.Second, func(l ndLine) bool { return l.Seq == last })
+		} else {
+			got = a.logs(t, r.id, "after=0")
+		}
+		gap := got[0]
+		if gap.Type != wire.LogLineGap || gap.Lost != stored.FirstSeq-1 || gap.Resume != stored.FirstSeq || !strings.Contains(gap.Text, "lost") {
+			t.Errorf("follow=%s after=0: first line %+v, want a gap of %d lines resuming at %d", follow, gap, stored.FirstSeq-1, stored.FirstSeq)
+		}
+		if end := checkContiguous(t, got, 0); end != last {
+			t.Errorf("follow=%s: lines end at seq %d, want %d", follow, end, last)
+		}
+		if n := len(entryTexts(got)); uint64(n) != last-stored.FirstSeq+1 {
+			t.Errorf("follow=%s: %d entries, want the %d the store holds", follow, n, last-stored.FirstSeq+1)
+		}
+	}
+
+	// Evicted from the ring but kept in the store: no gap.
+	after := stored.FirstSeq + 2
+	got := a.logs(t, r.id, "after="+strconv.FormatUint(after, 10))
+	if got[0].Type != wire.LogLineEntry || got[0].Seq != after+1 {
+		t.Errorf("after=%d (in the store, not the ring): first line %+v, want entry %d", after, got[0], after+1)
+	}
+	checkContiguous(t, got, after)
+}
+
+// TestHTTPRunsStalledFollower: a follower that never reads does not delay
+// another follower; its write deadline cuts it, and it resumes from its
+// cursor with nothing duplicated or skipped unreported.
+func TestHTTPRunsStalledFollower(t *testing.T) {
+	const lines = 50000
+	a := newAPIServer(t, Config{WriteTimeout: time.Second}, store.Options{}, true)
+	r := a.start(t, fakeflutter.EnvStartupMS+"=300", fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"="+strconv.Itoa(lines))
+
+	// The stalled follower sends its request and never reads.
+	conn, err := a.c.Transport.(*http.Transport).DialContext(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest("GET", a.url+"/v1/runs/"+r.id+"/logs?follow=1&after=0", nil)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	f := a.follow(t, r.id, "after=0")
+	last := fmt.Sprintf("flutter: tick %d", lines)
+	got := f.until(t, 60*time.Second, func(l ndLine) bool { return l.Text == last })
+	t.Logf("the reading follower got %d lines (%d entries) in %s while the other was stuck", len(got), len(entryTexts(got)), time.Since(start))
+	checkContiguous(t, got, 0)
+
+	// Past its write deadline, the stalled follower has been cut. Stop the
+	// run: a follower still connected would get the exit line.
+	time.Sleep(3 * time.Second)
+	var stopped RunInfo
+	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := decodeLines(resp.Body, nil)
+	resp.Body.Close()
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("stalled follower's stream ended with %v, want it cut by flyd", err)
+	}
+	if l := lastLine(stalled); l.Type == wire.LogLineExit {
+		t.Fatalf("stalled follower got the exit line: it was not cut")
+	}
+	cursor := checkContiguous(t, stalled, 0)
+	if cursor >= r.ring.Last() {
+		t.Fatalf("stalled follower got everything (seq %d): it was never stalled", cursor)
+	}
+
+	// It resumes from its cursor.
+	rest := a.logs(t, r.id, "follow=1&after="+strconv.FormatUint(cursor, 10))
+	end := checkContiguous(t, rest, cursor)
+	if exit := lastLine(rest); exit.Type != wire.LogLineExit || exit.State != "stopped" || end != r.ring.Last() {
+		t.Errorf("resumed follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.ring.Last())
+	}
+	t.Logf("stalled follower cut at seq %d, resumed to %d", cursor, end)
+}
+
+// TestHTTPRunsVersionHeader: log streams carry the version header too.
+func TestHTTPRunsVersionHeader(t *testing.T) {
+	a := newAPIServer(t, Config{}, store.Options{}, false)
+	r := a.start(t, fakeflutter.EnvTickMS+"=0")
+	resp := a.do(t, "GET", "/v1/runs/"+r.id+"/logs")
+	defer resp.Body.Close()
+	if v := resp.Header.Get(wire.HeaderVersion); v != wire.VersionHeader() {
+		t.Errorf("%s = %q, want %q", wire.HeaderVersion, v, wire.VersionHeader())
+	}
+}

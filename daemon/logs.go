@@ -1,0 +1,268 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fly-dev/fly/logring"
+	"github.com/fly-dev/fly/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// logUpdateEvery coalesces resources/updated of one log URI.
+const logUpdateEvery = 50 * time.Millisecond
+
+// defaultLogLimit bounds one read of a log.
+const defaultLogLimit = 500
+
+// logURI names the log of a run: logs://run/{id} or logs://build/{id}
+// (builds and one-shot commands).
+func logURI(kind store.Kind, id string) string {
+	if kind == store.KindRun {
+		return "logs://run/" + id
+	}
+	return "logs://build/" + id
+}
+
+// parseLogURI splits a log URI into its kind ("run" or "build"), run id
+// and query.
+func parseLogURI(uri string) (kind, id string, q url.Values, err error) {
+	u, perr := url.Parse(uri)
+	if perr != nil || u.Scheme != "logs" || (u.Host != "run" && u.Host != "build") {
+		return "", "", nil, invalidParams("%q is not a logs://run/{id} or logs://build/{id} URI", uri)
+	}
+	id = strings.TrimPrefix(u.Path, "/")
+	if id == "" || strings.ContainsAny(id, "/\\") {
+		return "", "", nil, invalidParams("%q names no run id", uri)
+	}
+	q, perr = url.ParseQuery(u.RawQuery)
+	if perr != nil {
+		return "", "", nil, invalidParams("malformed query in %q", uri)
+	}
+	return u.Host, id, q, nil
+}
+
+// logQuery selects entries of a run's log.
+type logQuery struct {
+	since uint64         // entries after this seq
+	tail  int            // or only the last tail entries (after since)
+	grep  *regexp.Regexp // keep matching entries
+	limit int            // at most this many (default defaultLogLimit)
+}
+
+// logPage is the answer to a logQuery.
+type logPage struct {
+	entries     []logring.Entry // gap entries included
+	first, last uint64          // oldest and newest seq the log holds
+	next        uint64          // the since of the next page
+}
+
+// entries answers q from the ring, reaching into the store for entries
+// the ring has already evicted. A stretch that neither holds any more is
+// reported as one gap entry.
+func (r *run) entries(q logQuery) logPage {
+	limit := q.limit
+	if limit <= 0 {
+		limit = defaultLogLimit
+	}
+	page := logPage{first: r.ring.First(), last: r.ring.Last()}
+	db := r.eng.db
+	var stored store.LogMeta
+	if db != nil {
+		stored, _ = db.LogStats(r.id)
+		if stored.FirstSeq != 0 && stored.FirstSeq < page.first {
+			page.first = stored.FirstSeq
+		}
+	}
+	since := q.since
+	if q.tail > 0 && page.last > uint64(q.tail) && page.last-uint64(q.tail) > since {
+		since = page.last - uint64(q.tail)
+	}
+	var out []logring.Entry
+	// Older than the ring: read the store first.
+	if db != nil && since+1 < r.ring.First() && stored.Entries > 0 {
+		old, err := db.Logs(r.id, since, limit)
+		if err == nil {
+			for _, e := range old {
+				if e.Seq >= r.ring.First() {
+					break
+				}
+				out = append(out, fromStore([]store.Entry{e})...)
+			}
+			if len(out) > 0 {
+				since = out[len(out)-1].Seq
+			}
+		}
+	}
+	if len(out) < limit {
+		ring, _ := r.ring.Since(since, limit-len(out))
+		if len(out) > 0 && len(ring) > 0 && ring[0].Gap != nil {
+			ring = ring[1:] // the store filled what the ring calls a gap
+		}
+		out = append(out, ring...)
+	}
+	if q.grep != nil {
+		kept := out[:0]
+		for _, e := range out {
+			if e.Gap != nil || q.grep.MatchString(e.Text) {
+				kept = append(kept, e)
+			}
+		}
+		out = kept
+	}
+	page.next = since
+	if len(out) > 0 {
+		page.next = out[len(out)-1].Seq
+	}
+	if page.entries = out; out == nil {
+		page.entries = []logring.Entry{}
+	}
+	return page
+}
+
+// formatEntry is one line of a log resource's text.
+func formatEntry(e logring.Entry) string {
+	return fmt.Sprintf("%d %s %s %s", e.Seq, e.Time.Format("15:04:05.000"), e.Stream, e.Text)
+}
+
+// readLog serves resources/read of logs://run/{id} and logs://build/{id}.
+// The query takes since=SEQ, tail=N and start=&length= (a byte range over
+// the selected text).
+func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	_, id, qv, err := parseLogURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	var q logQuery
+	var rng byteRange
+	for k, vs := range qv {
+		n, perr := strconv.ParseInt(vs[0], 10, 64)
+		if len(vs) != 1 || perr != nil || n < 0 {
+			return nil, invalidParams("query parameter %s=%q is not a non-negative integer", k, vs[0])
+		}
+		switch k {
+		case "since":
+			q.since = uint64(n)
+		case "tail":
+			q.tail = int(n)
+		case "start":
+			rng.start, rng.hasStart = n, true
+		case "length":
+			rng.length, rng.hasLength = n, true
+		default:
+			return nil, invalidParams("unknown query parameter %q; a log URI takes since, tail, start and length", k)
+		}
+	}
+	r, err := s.runs.get(id)
+	if err != nil {
+		return nil, notFound(uri, err.Error())
+	}
+	q.limit = r.ring.Len() + 1
+	if q.limit < defaultLogLimit {
+		q.limit = defaultLogLimit
+	}
+	page := r.entries(q)
+	var b strings.Builder
+	for _, e := range page.entries {
+		b.WriteString(formatEntry(e))
+		b.WriteByte('\n')
+	}
+	text := b.String()
+	total := int64(len(text))
+	start := min(rng.start, total)
+	end := total
+	if rng.hasLength {
+		end = min(total, start+rng.length)
+	}
+	rec := r.record()
+	return &mcp.ReadResourceResult{
+		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text[start:end]}},
+		Meta: mcp.Meta{
+			"first_seq": page.first, "last_seq": page.last, "entries": len(page.entries), "next_since": page.next,
+			"total": total, "start": start, "length": end - start, "state": string(rec.State),
+		},
+	}, nil
+}
+
+// logResources lists the logs of the runs of root, newest first.
+func (s *Server) logResources(root string) []*mcp.Resource {
+	recs, err := s.runs.list(root)
+	if err != nil {
+		s.log.Warn("list runs", logErr, err)
+		return nil
+	}
+	out := make([]*mcp.Resource, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, &mcp.Resource{
+			URI:         logURI(rec.Kind, rec.ID),
+			Name:        "log-" + rec.ID,
+			Title:       fmt.Sprintf("%s log: %s (%s)", rec.Kind, strings.Join(rec.Argv, " "), rec.State),
+			MIMEType:    "text/plain",
+			Description: "One line per entry: seq, time, stream (stdout, stderr, event or fly), text. Query: ?since=SEQ, ?tail=N, ?start=&length=.",
+			Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
+		})
+	}
+	return out
+}
+
+// runChanged is the runs engine's hook: a new run, or a run that changed
+// state, changes the resource list of every session; its log gets a
+// notifier while it is live.
+func (s *Server) runChanged(r *run) {
+	s.mu.Lock()
+	_, known := s.notifying[r.id]
+	if !known && r.live() {
+		s.notifying[r.id] = true
+		s.notifyWG.Add(1)
+		go func() { // owned by the server: ends when the run's ring closes
+			defer s.notifyWG.Done()
+			s.followLog(r)
+		}()
+	}
+	live := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		live = append(live, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range live {
+		if sess.ready() {
+			s.notify(sess, "notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
+		}
+	}
+}
+
+// followLog tells subscribers of r's log that it grew, at most once per
+// logUpdateEvery, until the run's ring is closed.
+func (s *Server) followLog(r *run) {
+	uri := logURI(r.kind, r.id)
+	seen := r.ring.Last()
+	for {
+		<-r.ring.Wait(seen)
+		closed := r.ring.Closed()
+		seen = r.ring.Last()
+		s.mu.Lock()
+		var subs []*session
+		for _, sess := range s.sessions {
+			if sess.subscribed(uri) {
+				subs = append(subs, sess)
+			}
+		}
+		s.mu.Unlock()
+		for _, sess := range subs {
+			s.notify(sess, "notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		}
+		if closed {
+			s.mu.Lock()
+			delete(s.notifying, r.id)
+			s.mu.Unlock()
+			return
+		}
+		time.Sleep(logUpdateEvery)
+	}
+}

@@ -1,0 +1,15 @@
+package daemon
+
+import "golang.org/x/sys/unix"
+
+// processStart identifies when process pid started (its kinfo_proc start
+// time in microseconds), so that a pid recorded before a crash is only
+// signalled if it is still the same process. 0 means unknown.
+func processStart(pid int) uint64 {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil || kp.Proc.P_pid != int32(pid) {
+		return 0
+	}
+	tv := kp.Proc.P_starttime
+	return uint64(tv.Sec)*1e6 + uint64(tv.Usec)
+}

@@ -1,0 +1,725 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fly-dev/fly/logring"
+	"github.com/fly-dev/fly/store"
+)
+
+// Run states, from store.
+const (
+	stateStarting    = store.StateStarting
+	stateRunning     = store.StateRunning
+	stateStopped     = store.StateStopped
+	stateExited      = store.StateExited
+	stateFailed      = store.StateFailed
+	stateInterrupted = store.StateInterrupted
+)
+
+// Log attribute keys of the runs engine.
+const (
+	logRun  = "run"
+	logKind = "kind"
+	logPID  = "pid"
+)
+
+// maxLine is the longest output line kept whole; longer ones are cut and
+// flagged, and the rest of the line is skipped without being buffered.
+const maxLine = 8 << 10
+
+var (
+	errNoFlutter  = errors.New("flutter not found")
+	errRunEnded   = errors.New("the run has ended")
+	errNoSuchRun  = errors.New("no such run")
+	errNotStarted = errors.New("the app has not started yet")
+)
+
+// runEngine owns every flutter process flyd starts, their log rings and
+// their records. Processes live on the engine, not on the call that
+// started them: close stops them all and waits for their goroutines.
+type runEngine struct {
+	cfg Config
+	log *slog.Logger
+	db  *store.DB
+
+	// changed is told about every state change of a run, and logged about
+	// new entries through the ring itself.
+	changed func(r *run)
+
+	mu     sync.Mutex
+	runs   map[string]*run // in memory: started since flyd started, or loaded from the store
+	closed bool
+	wg     sync.WaitGroup // process, reader and notifier goroutines
+}
+
+// run is one flutter process (or a finished one loaded from the store).
+type run struct {
+	id   string
+	kind store.Kind
+	root string
+	ring *logring.Ring
+	eng  *runEngine
+
+	mu       sync.Mutex
+	rec      store.Run
+	stdin    io.WriteCloser // nil unless a live `flutter run`
+	nextReq  int
+	pending  map[int]chan machineMsg
+	stopping bool
+	progress func(message string) // reports a waiting tool call's progress; nil when nobody waits
+
+	started chan struct{} // closed at app.started, or when the process ends
+	done    chan struct{} // closed once the process has exited and its record is final
+}
+
+func newRunEngine(cfg Config, log *slog.Logger, changed func(*run)) *runEngine {
+	return &runEngine{cfg: cfg, log: log, changed: changed, runs: make(map[string]*run)}
+}
+
+// open attaches the store. Runs left live by a daemon that died are marked
+// interrupted and their process groups killed if they are still the same
+// processes; they are never relaunched.
+func (e *runEngine) open(db *store.DB) error {
+	e.db = db
+	stale, err := db.MarkInterrupted()
+	if err != nil {
+		return fmt.Errorf("mark interrupted runs: %w", err)
+	}
+	for _, r := range stale {
+		note := "flyd restarted while this run was live: marked interrupted (never relaunched)"
+		if r.PID > 0 && r.PIDStart != 0 && processStart(r.PID) == r.PIDStart {
+			e.log.Warn("killing the process group of an interrupted run", logRun, r.ID, logPID, r.PID)
+			_ = killGroup(r.PID, syscall.SIGKILL)
+			note += fmt.Sprintf("; its process group %d was still alive and was killed", r.PID)
+		}
+		// Seq 0: the store puts it right after the run's last entry.
+		_ = db.Append(r.ID, store.Entry{Time: time.Now(), Stream: string(logring.Fly), Text: note})
+	}
+	return nil
+}
+
+// closeAll stops every live run (app.stop, SIGTERM, SIGKILL), records it
+// as stopped, and waits for every goroutine of the engine.
+func (e *runEngine) closeAll() {
+	e.mu.Lock()
+	e.closed = true
+	live := e.liveLocked()
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range live {
+		wg.Go(func() { _ = r.stop(context.Background()) })
+	}
+	wg.Wait()
+	e.wg.Wait()
+}
+
+func (e *runEngine) liveLocked() []*run {
+	var out []*run
+	for _, r := range e.runs {
+		select {
+		case <-r.done:
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// get returns the run with id, loading a finished one from the store.
+func (e *runEngine) get(id string) (*run, error) {
+	e.mu.Lock()
+	r := e.runs[id]
+	e.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	if e.db == nil {
+		return nil, fmt.Errorf("%w %q", errNoSuchRun, id)
+	}
+	rec, err := e.db.GetRun(id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w %q; list runs with runs_list", errNoSuchRun, id)
+		}
+		return nil, err
+	}
+	return e.load(rec)
+}
+
+// load makes a finished run from the store readable: its ring holds the
+// newest persisted entries and continues their seq.
+func (e *runEngine) load(rec store.Run) (*run, error) {
+	entries, err := e.db.Tail(rec.ID, e.ringOptions().MaxEntries)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("read log of run %s: %w", rec.ID, err)
+	}
+	meta, _ := e.db.LogStats(rec.ID)
+	opts := e.ringOptions()
+	opts.FirstSeq = meta.LastSeq
+	ring, err := logring.Restore(opts, fromStore(entries))
+	if err != nil {
+		return nil, fmt.Errorf("restore log of run %s: %w", rec.ID, err)
+	}
+	ring.Close()
+	r := &run{id: rec.ID, kind: rec.Kind, root: rec.Root, ring: ring, eng: e, rec: rec,
+		started: make(chan struct{}), done: make(chan struct{})}
+	close(r.started)
+	close(r.done)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if have := e.runs[rec.ID]; have != nil {
+		return have, nil
+	}
+	e.runs[rec.ID] = r
+	return r, nil
+}
+
+func fromStore(in []store.Entry) []logring.Entry {
+	out := make([]logring.Entry, len(in))
+	for i, e := range in {
+		out[i] = logring.Entry{Seq: e.Seq, Time: e.Time, Stream: logring.Stream(e.Stream), Text: e.Text, Truncated: e.Truncated}
+	}
+	return out
+}
+
+func (e *runEngine) ringOptions() logring.Options {
+	return logring.Options{MaxEntries: e.cfg.RingEntries, MaxBytes: e.cfg.RingBytes, MaxLine: maxLine}
+}
+
+// list returns the runs of root ("" for every root), newest first: the
+// live ones in memory and the finished ones in the store.
+func (e *runEngine) list(root string) ([]store.Run, error) {
+	var recs []store.Run
+	if e.db != nil {
+		var err error
+		if recs, err = e.db.Runs(); err != nil {
+			return nil, err
+		}
+	}
+	byID := make(map[string]int, len(recs))
+	for i, r := range recs {
+		byID[r.ID] = i
+	}
+	e.mu.Lock()
+	for _, r := range e.runs {
+		rec := r.record()
+		if i, ok := byID[rec.ID]; ok {
+			recs[i] = rec // the in-memory one is newest
+		} else {
+			recs = append(recs, rec)
+		}
+	}
+	e.mu.Unlock()
+	recs = slices.DeleteFunc(recs, func(r store.Run) bool { return root != "" && r.Root != root })
+	slices.SortFunc(recs, func(a, b store.Run) int { return strings.Compare(b.ID, a.ID) })
+	return recs, nil
+}
+
+// countLive counts the live runs of kind in root.
+func (e *runEngine) countLive(root string, kind store.Kind) (ids []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.liveLocked() {
+		if r.root == root && r.kind == kind {
+			ids = append(ids, r.id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// findFlutter resolves the flutter executable: --flutter, else the first
+// "flutter" on the session's PATH (not flyd's: the editor's environment is
+// the one the user set up).
+func (e *runEngine) findFlutter(env map[string]string) (string, error) {
+	if e.cfg.Flutter != "" {
+		return e.cfg.Flutter, nil
+	}
+	path := env["PATH"]
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, "flutter")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if root := env["FLUTTER_ROOT"]; root != "" {
+		p := filepath.Join(root, "bin", "flutter")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w on this session's PATH (%s): install Flutter (https://docs.flutter.dev/get-started/install) "+
+		"and put its bin directory on the PATH your editor starts flyctl with, or set FLUTTER_ROOT, or start flyd with --flutter /path/to/flutter", errNoFlutter, path)
+}
+
+// startSpec is what a run is started with.
+type startSpec struct {
+	kind store.Kind
+	root string
+	env  map[string]string
+	args []string // after the flutter executable
+}
+
+// start launches flutter in its own process group, in spec.root, with
+// the session's environment over flyd's. The process belongs to the engine:
+// ctx only bounds a build (its cancellation kills the group), never a run.
+func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
+	flutter, err := e.findFlutter(spec.env)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, errShuttingDown
+	}
+	id := store.NewRunID()
+	opts := e.ringOptions()
+	r := &run{
+		id: id, kind: spec.kind, root: spec.root, eng: e,
+		ring:    logring.New(opts),
+		pending: make(map[int]chan machineMsg),
+		started: make(chan struct{}),
+		done:    make(chan struct{}),
+		rec: store.Run{
+			ID: id, Kind: spec.kind, Argv: append([]string{"flutter"}, spec.args...), Root: spec.root,
+			State: stateStarting, StartedAt: time.Now(),
+		},
+	}
+	cmd := exec.Command(flutter, spec.args...)
+	if spec.kind != store.KindRun {
+		// A build or one-shot command dies with its call.
+		cmd = exec.CommandContext(ctx, flutter, spec.args...)
+		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid, syscall.SIGKILL) }
+	}
+	cmd.Dir = spec.root
+	cmd.Env = mergeEnv(os.Environ(), spec.env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if spec.kind == store.KindRun {
+		if r.stdin, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", flutter, err)
+	}
+	pid := cmd.Process.Pid
+	r.rec.PID, r.rec.PIDStart = pid, processStart(pid)
+	e.mu.Lock()
+	e.runs[id] = r
+	e.mu.Unlock()
+	r.note(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), pid, spec.root))
+	r.persist()
+	e.log.Info("run started", logRun, id, logKind, spec.kind, logPID, pid, "root", spec.root)
+
+	e.wg.Add(1)
+	go func() { // owned by the engine: ends when the process has exited
+		defer e.wg.Done()
+		r.supervise(cmd, stdout, stderr)
+	}()
+	return r, nil
+}
+
+// mergeEnv returns base with over's variables replacing base's.
+func mergeEnv(base []string, over map[string]string) []string {
+	out := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		_, ok := over[k]
+		return ok
+	})
+	for k, v := range over {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// supervise reads the process's output until it exits, then records how
+// it ended.
+func (r *run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
+	var readers sync.WaitGroup
+	readers.Go(func() { r.read(stdout, logring.Stdout) })
+	readers.Go(func() { r.read(stderr, logring.Stderr) })
+	readers.Wait()
+	err := cmd.Wait()
+
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	r.mu.Lock()
+	r.rec.ExitCode = &code
+	r.rec.EndedAt = time.Now()
+	switch {
+	case r.stopping:
+		r.rec.State = stateStopped
+	case code == 0:
+		r.rec.State = stateExited
+	default:
+		r.rec.State = stateFailed
+		if r.rec.Error == "" {
+			r.rec.Error = exitDescription(cmd.ProcessState, err)
+		}
+	}
+	for id, ch := range r.pending {
+		close(ch)
+		delete(r.pending, id)
+	}
+	if r.stdin != nil {
+		r.stdin.Close()
+	}
+	state := r.rec.State
+	r.mu.Unlock()
+
+	r.note(fmt.Sprintf("exited: %s, state %s", exitDescription(cmd.ProcessState, err), state))
+	r.persist()
+	if r.eng.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = r.eng.db.Flush(ctx)
+		cancel()
+	}
+	r.ring.Close()
+	r.closeStarted()
+	close(r.done)
+	r.eng.log.Info("run ended", logRun, r.id, "state", state, "exit_code", code)
+}
+
+func exitDescription(ps *os.ProcessState, err error) string {
+	if ps == nil {
+		if err != nil {
+			return err.Error()
+		}
+		return "unknown exit"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit code %d", ps.ExitCode())
+}
+
+func (r *run) closeStarted() {
+	select {
+	case <-r.started:
+	default:
+		close(r.started)
+	}
+}
+
+// read turns one output stream into log entries, parsing --machine lines
+// on stdout. It never blocks on readers or disk: the ring takes every
+// line and the store queues it.
+func (r *run) read(rd io.Reader, stream logring.Stream) {
+	br := bufio.NewReaderSize(rd, 2*maxLine)
+	for {
+		line, cut, err := readLine(br)
+		if len(line) > 0 || (err == nil && !cut) {
+			r.handleLine(line, stream, cut)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readLine returns the next line without its newline, at most maxLine
+// bytes; cut says the rest was skipped.
+func readLine(br *bufio.Reader) (line []byte, cut bool, err error) {
+	b, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		line = bytes.Clone(b[:maxLine])
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = br.ReadSlice('\n')
+		}
+		return line, true, err
+	}
+	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	if len(b) > maxLine {
+		return bytes.Clone(b[:maxLine]), true, err
+	}
+	return bytes.Clone(b), false, err
+}
+
+func (r *run) handleLine(line []byte, stream logring.Stream, cut bool) {
+	if stream == logring.Stdout && r.kind == store.KindRun && !cut {
+		if m, ok := parseMachineLine(line); ok {
+			r.handleMachine(m)
+			return
+		}
+	}
+	text := string(line)
+	if cut {
+		text += " …"
+	}
+	r.append(stream, text)
+	if stream == logring.Stdout {
+		r.report(text)
+	}
+}
+
+// append adds one entry to the ring and queues it for the store.
+func (r *run) append(stream logring.Stream, text string) {
+	e := r.ring.Append(stream, text)
+	if e.Seq == 0 || r.eng.db == nil {
+		return
+	}
+	_ = r.eng.db.Append(r.id, store.Entry{Seq: e.Seq, Time: e.Time, Stream: string(e.Stream), Text: e.Text, Truncated: e.Truncated})
+}
+
+// note is flyd's own entry in the run's log.
+func (r *run) note(text string) { r.append(logring.Fly, text) }
+
+// report forwards progress to the tool call waiting on this run, if any.
+func (r *run) report(message string) {
+	r.mu.Lock()
+	p := r.progress
+	r.mu.Unlock()
+	if p != nil && message != "" {
+		p(message)
+	}
+}
+
+// handleMachine applies one --machine message to the run.
+func (r *run) handleMachine(m machineMsg) {
+	if m.Event == "" && m.Method == "" { // a response to flyd
+		if id, ok := m.intID(); ok {
+			r.mu.Lock()
+			ch := r.pending[id]
+			delete(r.pending, id)
+			r.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		}
+		return
+	}
+	if m.Method != "" { // a request from flutter (app.exposeUrl): echo the URL back
+		if p, err := machineParams[machineExposeURLParams](m); err == nil {
+			r.writeStdin(machineResponse(m.ID, map[string]string{"url": p.URL}))
+		}
+		return
+	}
+	changed := false
+	switch m.Event {
+	case machineAppLog:
+		if p, err := machineParams[machineAppLogParams](m); err == nil {
+			stream := logring.Stdout
+			if p.Error {
+				stream = logring.Stderr
+			}
+			r.append(stream, p.Log)
+			if p.StackTrace != "" {
+				r.append(stream, p.StackTrace)
+			}
+			return
+		}
+	case machineAppStart:
+		if p, err := machineParams[machineAppStartParams](m); err == nil {
+			r.mu.Lock()
+			r.rec.AppID = p.AppID
+			r.mu.Unlock()
+			changed = true
+		}
+	case machineAppDebugPort:
+		if p, err := machineParams[machineDebugPortParams](m); err == nil {
+			r.mu.Lock()
+			r.rec.VMServiceURI = p.WSURI
+			r.mu.Unlock()
+			changed = true
+		}
+	case machineAppDTD:
+		if p, err := machineParams[machineDTDParams](m); err == nil {
+			r.mu.Lock()
+			r.rec.DTDURI = p.URI
+			r.mu.Unlock()
+			changed = true
+		}
+	case machineAppStarted:
+		r.mu.Lock()
+		r.rec.State = stateRunning
+		r.mu.Unlock()
+		r.closeStarted()
+		changed = true
+	case machineAppProgress:
+		if p, err := machineParams[machineProgressParams](m); err == nil && !p.Finished {
+			r.report(p.Message)
+		}
+	case machineAppStop:
+		if p, err := machineParams[machineAppStopParams](m); err == nil && p.Error != "" {
+			r.mu.Lock()
+			r.rec.Error = string(p.Error)
+			r.mu.Unlock()
+			r.append(logring.Stderr, string(p.Error))
+		}
+	}
+	r.append(logring.Event, eventText(m))
+	if changed {
+		r.persist()
+	}
+}
+
+// eventText is the log line of a --machine event: its name and params.
+func eventText(m machineMsg) string {
+	if len(m.Params) == 0 {
+		return m.Event
+	}
+	return m.Event + " " + string(m.Params)
+}
+
+// persist saves the record and tells the server.
+func (r *run) persist() {
+	rec := r.record()
+	if r.eng.db != nil {
+		if err := r.eng.db.PutRun(rec); err != nil {
+			r.eng.log.Warn("save run record", logRun, r.id, logErr, err)
+		}
+	}
+	if r.eng.changed != nil {
+		r.eng.changed(r)
+	}
+}
+
+// record returns a copy of the run's record.
+func (r *run) record() store.Run {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.rec
+	rec.Argv = slices.Clone(rec.Argv)
+	return rec
+}
+
+func (r *run) live() bool {
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (r *run) writeStdin(b []byte) error {
+	r.mu.Lock()
+	w := r.stdin
+	r.mu.Unlock()
+	if w == nil {
+		return errRunEnded
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// request sends a --machine request to the app and waits for its reply.
+func (r *run) request(ctx context.Context, method string, params any) (machineMsg, error) {
+	r.mu.Lock()
+	if r.stdin == nil || !r.live() {
+		r.mu.Unlock()
+		return machineMsg{}, errRunEnded
+	}
+	r.nextReq++
+	id := r.nextReq
+	ch := make(chan machineMsg, 1)
+	r.pending[id] = ch
+	r.mu.Unlock()
+	if err := r.writeStdin(machineRequest(id, method, params)); err != nil {
+		return machineMsg{}, fmt.Errorf("send %s: %w", method, err)
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return machineMsg{}, errRunEnded
+		}
+		return m, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		delete(r.pending, id)
+		r.mu.Unlock()
+		return machineMsg{}, ctx.Err()
+	}
+}
+
+// stop ends a live run: app.stop, then SIGTERM to its process group, then
+// SIGKILL, each after a grace period. Whatever the process did, every
+// process left in its group is killed at the end. It waits for the exit.
+func (r *run) stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.live() {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopping = true
+	appID, pid := r.rec.AppID, r.rec.PID
+	r.mu.Unlock()
+	r.note("stop requested")
+	grace := r.eng.cfg.StopGrace
+	if appID != "" && r.kind == store.KindRun {
+		rctx, cancel := context.WithTimeout(ctx, grace)
+		_, _ = r.request(rctx, "app.stop", machineAppIDParams{AppID: appID})
+		cancel()
+		if r.wait(ctx, grace) {
+			_ = killGroup(pid, syscall.SIGKILL) // leftovers of the group
+			return nil
+		}
+	}
+	_ = killGroup(pid, syscall.SIGTERM)
+	if !r.wait(ctx, grace) {
+		r.note("still running after SIGTERM: killing the process group")
+		_ = killGroup(pid, syscall.SIGKILL)
+		r.wait(ctx, 30*time.Second)
+	}
+	_ = killGroup(pid, syscall.SIGKILL)
+	if r.live() {
+		return fmt.Errorf("run %s did not exit after SIGKILL", r.id)
+	}
+	return nil
+}
+
+// wait waits up to d for the process to exit.
+func (r *run) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// killGroup signals the process group led by pid. A group that is gone
+// already is not an error.
+func killGroup(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return nil
+	}
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}

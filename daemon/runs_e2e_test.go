@@ -1,0 +1,425 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// withFakeFlutter puts the fake flutter first on e's PATH, steered by
+// vars ("FAKE_FLUTTER_X=v"). Start flyd after calling it: the fake reads
+// its steering from flyd's environment, and the shim hands flyd the PATH.
+func withFakeFlutter(t testing.TB, e *env, vars ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fakeflutter.Install(dir); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = append(e.vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "FLY_TEST_HELPER=flutter")
+	e.vars = append(e.vars, vars...)
+}
+
+// flutterProject is a minimal project to run.
+func flutterProject(t testing.TB) string {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"pubspec.yaml":  "name: demo\ndependencies:\n  flutter:\n    sdk: flutter\n",
+		"lib/main.dart": "void main() {}\n",
+	})
+	return root
+}
+
+// callTool calls a tool and decodes its structured result into out.
+func callTool(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
+	t.Helper()
+	return callToolWith(t, cs, &mcp.CallToolParams{Name: name, Arguments: args}, out)
+}
+
+func callToolWith(t testing.TB, cs *mcp.ClientSession, p *mcp.CallToolParams, out any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: %v", p.Name, err)
+	}
+	if out != nil && res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", p.Name, b, err)
+		}
+	}
+	return res
+}
+
+func toolText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// alive reports whether pid is a live process (not gone, not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// waitGone waits until none of pids is alive.
+func waitGone(t testing.TB, what string, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: processes %v still alive", what, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type runOut struct {
+	RunID        string `json:"run_id"`
+	AppID        string `json:"app_id"`
+	State        string `json:"state"`
+	LogURI       string `json:"log_uri"`
+	VMServiceURI string `json:"vm_service_uri"`
+	DTDURI       string `json:"dtd_uri"`
+}
+
+type runsOut struct {
+	Runs []RunInfo `json:"runs"`
+}
+
+func findRun(runs []RunInfo, id string) (RunInfo, bool) {
+	i := slices.IndexFunc(runs, func(r RunInfo) bool { return r.RunID == id })
+	if i < 0 {
+		return RunInfo{}, false
+	}
+	return runs[i], true
+}
+
+// TestRunSharedBetweenClients: client A starts the app; client B sees the
+// run, follows its log, hot-reloads and stops it; A sees it stopped.
+func TestRunSharedBetweenClients(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=50")
+	startFlyd(t, e)
+	root := flutterProject(t)
+	na, nb := newNotes(), newNotes()
+	a := viaShim(e)(t, "client-a", root, na)
+	b := viaShim(e)(t, "client-b", root, nb)
+
+	var started runOut
+	if res := callTool(t, a, "flutter_run", map[string]any{"device": "linux"}, &started); res.IsError {
+		t.Fatalf("flutter_run failed: %s", toolText(res))
+	}
+	if started.State != "running" || started.AppID == "" || !strings.HasPrefix(started.VMServiceURI, "ws://") ||
+		!strings.HasPrefix(started.DTDURI, "ws://") || started.LogURI != "logs://run/"+started.RunID {
+		t.Fatalf("flutter_run = %+v, want a running app with its URIs", started)
+	}
+	nb.waitListChanged(t) // B is told a run appeared
+
+	var listed runsOut
+	callTool(t, b, "runs_list", nil, &listed)
+	ri, ok := findRun(listed.Runs, started.RunID)
+	if !ok || ri.State != "running" || ri.PID == 0 {
+		t.Fatalf("B's runs_list = %+v, want run %s running", listed.Runs, started.RunID)
+	}
+	uris, _ := listAll(t, b)
+	if !slices.Contains(uris, started.LogURI) {
+		t.Fatalf("B's resources/list lacks %s: %v", started.LogURI, uris[:min(10, len(uris))])
+	}
+	if err := b.Subscribe(context.Background(), &mcp.SubscribeParams{URI: started.LogURI}); err != nil {
+		t.Fatal(err)
+	}
+	nb.waitUpdated(t, started.LogURI)
+
+	var reload restartResult
+	if res := callTool(t, b, "flutter_hot_reload", map[string]any{"run_id": started.RunID}, &reload); res.IsError || reload.Code != 0 {
+		t.Fatalf("B's hot reload = %+v %s", reload, toolText(res))
+	}
+	if !strings.Contains(reload.Message, "Reloaded") {
+		t.Errorf("hot reload message = %q", reload.Message)
+	}
+	text, meta := readText(t, b, started.LogURI+"?tail=50")
+	if !strings.Contains(text, "Reloaded 1 of") || !strings.Contains(text, "flutter: tick") {
+		t.Errorf("log after reload lacks the reload and app lines:\n%s", text)
+	}
+	if meta["last_seq"] == nil || meta["first_seq"] == nil || meta["total"] == nil {
+		t.Errorf("log read _meta = %v, want first_seq, last_seq, total", meta)
+	}
+
+	var stopped stopResult
+	if res := callTool(t, b, "flutter_stop", map[string]any{"run_id": started.RunID}, &stopped); res.IsError || stopped.State != "stopped" {
+		t.Fatalf("B's flutter_stop = %+v %s", stopped, toolText(res))
+	}
+	callTool(t, a, "runs_list", nil, &listed)
+	if ri, _ := findRun(listed.Runs, started.RunID); ri.State != "stopped" || ri.ExitCode == nil {
+		t.Fatalf("A sees run %+v after B stopped it, want stopped with an exit code", ri)
+	}
+	waitGone(t, "stopped run", ri.PID)
+}
+
+// TestBuildFailure: a failing build reports its exit code, the tail of
+// its log and a readable log, with progress notifications in order.
+func TestBuildFailure(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e, fakeflutter.EnvBuildFail+"=1")
+	startFlyd(t, e)
+	root := flutterProject(t)
+
+	var mu sync.Mutex
+	var progress []float64
+	var messages []string
+	opts := newNotes().options()
+	opts.ProgressNotificationHandler = func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress = append(progress, r.Params.Progress)
+		messages = append(messages, r.Params.Message)
+	}
+	_, flyctl := binaries(t)
+	cmd := exec.Command(flyctl, "mcp", "--workspace", root)
+	cmd.Env = e.vars
+	c := mcp.NewClient(&mcp.Implementation{Name: "builder", Version: "1"}, opts)
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	p := &mcp.CallToolParams{Name: "flutter_build", Arguments: map[string]any{"platform": "android"}}
+	p.SetProgressToken("build-1")
+	var out buildResult
+	res := callToolWith(t, cs, p, &out)
+	if !res.IsError {
+		t.Fatalf("failing build reported success: %+v", out)
+	}
+	if out.ExitCode != 1 || out.State != "failed" || !strings.HasPrefix(out.LogURI, "logs://build/") {
+		t.Errorf("build result = %+v, want exit 1, failed, a build log URI", out)
+	}
+	if tail := strings.Join(out.LogTail, "\n"); !strings.Contains(tail, "BUILD FAILED") {
+		t.Errorf("log tail lacks the Gradle failure:\n%s", tail)
+	}
+	if text, _ := readText(t, cs, out.LogURI); !strings.Contains(text, "FAILURE: Build failed with an exception.") {
+		t.Errorf("build log resource lacks the failure:\n%s", text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) == 0 {
+		t.Fatal("no progress notifications during the build")
+	}
+	if !slices.IsSorted(progress) {
+		t.Errorf("progress went backwards: %v", progress)
+	}
+	if !slices.ContainsFunc(messages, func(m string) bool { return strings.Contains(m, "Gradle task") }) {
+		t.Errorf("progress messages %q lack the Gradle step", messages)
+	}
+}
+
+// TestBuildSuccess reports the artifact path of a built apk.
+func TestBuildSuccess(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e)
+	startFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "builder", root, nil)
+	var out buildResult
+	if res := callTool(t, cs, "flutter_build", map[string]any{"platform": "apk", "mode": "release"}, &out); res.IsError {
+		t.Fatalf("build failed: %s", toolText(res))
+	}
+	if out.ExitCode != 0 || filepath.Base(out.ArtifactPath) != "app-release.apk" {
+		t.Fatalf("build = %+v, want exit 0 and app-release.apk", out)
+	}
+	if _, err := os.Stat(out.ArtifactPath); err != nil {
+		t.Errorf("artifact %s: %v", out.ArtifactPath, err)
+	}
+}
+
+var grandchildRE = regexp.MustCompile(`grandchild pid (\d+)`)
+
+// grandchildPID finds the pid the fake flutter printed in a log.
+func grandchildPID(t testing.TB, cs *mcp.ClientSession, uri string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		text, _ := readText(t, cs, uri)
+		if m := grandchildRE.FindStringSubmatch(text); m != nil {
+			pid, _ := strconv.Atoi(m[1])
+			return pid
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no grandchild pid in %s", uri)
+	return 0
+}
+
+// TestStopKillsWholeGroup: an app that ignores app.stop and SIGTERM and
+// has a grandchild leaves no process behind after flutter_stop.
+func TestStopKillsWholeGroup(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e, fakeflutter.EnvIgnoreSIGTERM+"=1", fakeflutter.EnvGrandchild+"=inherit", fakeflutter.EnvWrongAppID+"=1")
+	startFlyd(t, e, "--stop-grace", "500ms")
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "stopper", root, nil)
+	var started runOut
+	if res := callTool(t, cs, "flutter_run", nil, &started); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	gpid := grandchildPID(t, cs, started.LogURI)
+	var listed runsOut
+	callTool(t, cs, "runs_list", nil, &listed)
+	ri, _ := findRun(listed.Runs, started.RunID)
+	if !alive(ri.PID) || !alive(gpid) {
+		t.Fatalf("run %d or grandchild %d not alive before the stop", ri.PID, gpid)
+	}
+	var stopped stopResult
+	if res := callTool(t, cs, "flutter_stop", map[string]any{"run_id": started.RunID}, &stopped); res.IsError {
+		t.Fatalf("flutter_stop: %s", toolText(res))
+	}
+	if stopped.State != "stopped" {
+		t.Errorf("state after stop = %q", stopped.State)
+	}
+	waitGone(t, "after flutter_stop", ri.PID, gpid)
+	text, _ := readText(t, cs, started.LogURI)
+	if !strings.Contains(text, "killing the process group") {
+		t.Errorf("log does not say the group was killed:\n%s", text)
+	}
+}
+
+// TestCancelBuildKillsGroup: cancelling a flutter_build call kills its
+// process group, grandchild included.
+func TestCancelBuildKillsGroup(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e, fakeflutter.EnvStartupMS+"=60000", fakeflutter.EnvGrandchild+"=1", fakeflutter.EnvIgnoreSIGTERM+"=1")
+	startFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "canceller", root, nil)
+	watcher := viaShim(e)(t, "watcher", root, nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { // owned by the test: waited for below
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "flutter_build", Arguments: map[string]any{"platform": "web"}})
+		done <- err
+	}()
+	var build RunInfo
+	deadline := time.Now().Add(15 * time.Second)
+	for build.RunID == "" && time.Now().Before(deadline) {
+		var listed runsOut
+		callTool(t, watcher, "runs_list", nil, &listed)
+		if len(listed.Runs) > 0 && listed.Runs[0].State == "starting" {
+			build = listed.Runs[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if build.RunID == "" {
+		t.Fatal("the build never showed up in runs_list")
+	}
+	gpid := grandchildPID(t, watcher, build.LogURI)
+	cancel() // the client sends notifications/cancelled
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Logf("cancelled call returned %v", err)
+	}
+	waitGone(t, "after cancelling the build", build.PID, gpid)
+}
+
+// TestRestartKeepsRuns: kill -9 flyd with a live run; the next flyd marks
+// the run interrupted, kills its leftover process group, keeps its log and
+// continues its seq; a second flyd on the same state dir fails fast.
+func TestRestartKeepsRuns(t *testing.T) {
+	e := newEnv(t)
+	// The app prints a few lines, then goes quiet: an app that keeps
+	// printing after flyd dies is killed by SIGPIPE, and this test needs
+	// one that outlives its daemon.
+	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=10", fakeflutter.EnvLines+"=5")
+	d := startFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "before", root, nil)
+	var started runOut
+	if res := callTool(t, cs, "flutter_run", nil, &started); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	var before string
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(before, "flutter: tick 5"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app never printed its 5 lines:\n%s", before)
+		}
+		time.Sleep(20 * time.Millisecond)
+		before, _ = readText(t, cs, started.LogURI)
+	}
+	time.Sleep(100 * time.Millisecond) // past one group-commit window
+	var listed runsOut
+	callTool(t, cs, "runs_list", nil, &listed)
+	ri, _ := findRun(listed.Runs, started.RunID)
+	cs.Close()
+
+	d.kill(t)
+	if !alive(ri.PID) {
+		t.Fatalf("the app died with flyd; the test needs it orphaned")
+	}
+	startFlyd(t, e)
+	waitGone(t, "orphaned app of the killed flyd", ri.PID)
+
+	cs2 := viaShim(e)(t, "after", root, nil)
+	callTool(t, cs2, "runs_list", nil, &listed)
+	if ri, ok := findRun(listed.Runs, started.RunID); !ok || ri.State != "interrupted" {
+		t.Fatalf("after restart run = %+v, want interrupted", ri)
+	}
+	after, meta := readText(t, cs2, started.LogURI)
+	// Everything read before the kill is still there.
+	for _, l := range strings.Split(strings.TrimSpace(before), "\n") {
+		if !strings.Contains(after, l) {
+			t.Fatalf("line %q lost across the restart", l)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(after), "\n")
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "marked interrupted") {
+		t.Fatalf("last line after restart = %q, want flyd's interrupted note", last)
+	}
+	prev, _ := strconv.Atoi(strings.Fields(lines[len(lines)-2])[0])
+	seq, _ := strconv.Atoi(strings.Fields(last)[0])
+	if seq != prev+1 || meta["last_seq"] != float64(seq) {
+		t.Errorf("note seq %d after %d (last_seq %v): seq does not continue", seq, prev, meta["last_seq"])
+	}
+
+	// A second flyd on the same state dir fails fast.
+	flyd, _ := binaries(t)
+	second := exec.Command(flyd, "run")
+	second.Env = e.vars
+	start := time.Now()
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "already running") || time.Since(start) > 10*time.Second {
+		t.Errorf("second flyd: %v after %v: %s", err, time.Since(start), out)
+	}
+}

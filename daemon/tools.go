@@ -1,0 +1,606 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fly-dev/fly/logring"
+	"github.com/fly-dev/fly/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tools holds what the MCP tools need. Each tool is one method; addTools
+// registers them all.
+type tools struct{ s *Server }
+
+func ptr[T any](v T) *T { return &v }
+
+// addTools registers every tool on srv.
+func (s *Server) addTools(srv *mcp.Server) {
+	t := tools{s}
+	runsTool := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_run", Title: "Run the app",
+		Description: "Start `flutter run --machine` in this workspace and wait until the app has started (progress is reported while it builds). " +
+			"The run belongs to flyd, not to this call: every client sees it, can hot-reload or stop it, and read its log at log_uri.",
+		Annotations: runsTool}, t.flutterRun)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_hot_reload", Title: "Hot reload",
+		Description: "Hot-reload a running app (app.restart with fullRestart false). Returns flutter's code and message; a non-zero code is a failed reload.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotReload)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_hot_restart", Title: "Hot restart",
+		Description: "Hot-restart a running app (app.restart with fullRestart true): the app's state is lost.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotRestart)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_stop", Title: "Stop a run",
+		Description: "Stop a run or build: app.stop, then SIGTERM to its process group, then SIGKILL. Waits until every process of the group is gone.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.stop)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_build", Title: "Build the app",
+		Description: "Run `flutter build <platform>` and wait for it, reporting progress. Returns the exit code, the artifact path, the log URI and, on failure, the tail of the log. " +
+			"Cancelling the call kills the build.",
+		Annotations: runsTool}, t.build)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_devices", Title: "List devices",
+		Description: "List the devices flutter can run on (`flutter devices --machine`).", Annotations: readOnly}, t.devices)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_doctor", Title: "Flutter doctor",
+		Description: "Run `flutter doctor` and return its report.", Annotations: readOnly}, t.doctor)
+	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_create", Title: "Create a project",
+		Description: "Run `flutter create` in a directory of this workspace. It writes files, so it requires confirm: true.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, t.create)
+	mcp.AddTool(srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
+		Description: "List the runs and builds of this workspace (or of every workspace with all: true), newest first, live or finished.",
+		Annotations: readOnly}, t.runsList)
+	mcp.AddTool(srv, &mcp.Tool{Name: "logs_read", Title: "Read a run's log",
+		Description: "Read the log of a run or build by run_id or log URI: entries after since (a seq), or the last tail entries, optionally filtered by a grep regular expression. " +
+			"For clients without resource support; logs://run/{id} is the same log as a resource.",
+		Annotations: readOnly}, t.logsRead)
+}
+
+// call resolves the session of a tool call.
+func (t tools) call(req *mcp.CallToolRequest) (*session, error) {
+	return t.s.sessionOf(req.Session)
+}
+
+// progress returns a reporter that sends progress notifications for req,
+// or a no-op when the client asked for none.
+func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return func(string) {}
+	}
+	var n atomic.Int64
+	return func(msg string) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Progress: float64(n.Add(1)), Message: msg,
+		})
+	}
+}
+
+// RunInfo is a run as tools and HTTP report it.
+type RunInfo struct {
+	RunID        string     `json:"run_id"`
+	Kind         store.Kind `json:"kind"`
+	State        string     `json:"state"`
+	Argv         []string   `json:"argv"`
+	Root         string     `json:"root"`
+	PID          int        `json:"pid,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	StartedAt    time.Time  `json:"started_at"`
+	EndedAt      time.Time  `json:"ended_at,omitzero"`
+	AppID        string     `json:"app_id,omitempty"`
+	VMServiceURI string     `json:"vm_service_uri,omitempty"`
+	DTDURI       string     `json:"dtd_uri,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	LogURI       string     `json:"log_uri"`
+}
+
+func runInfo(rec store.Run) RunInfo {
+	return RunInfo{
+		RunID: rec.ID, Kind: rec.Kind, State: string(rec.State), Argv: rec.Argv, Root: rec.Root, PID: rec.PID,
+		ExitCode: rec.ExitCode, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, AppID: rec.AppID,
+		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI, Error: rec.Error, LogURI: logURI(rec.Kind, rec.ID),
+	}
+}
+
+// Run modes and defines shared by flutter_run and flutter_build.
+type buildOptions struct {
+	Mode        string   `json:"mode,omitempty" jsonschema:"debug, profile or release (default debug for runs, release for builds)"`
+	Target      string   `json:"target,omitempty" jsonschema:"the Dart entry point relative to the workspace, default lib/main.dart"`
+	Flavor      string   `json:"flavor,omitempty" jsonschema:"the build flavor"`
+	DartDefines []string `json:"dart_defines,omitempty" jsonschema:"defines passed as --dart-define, each written KEY=VALUE"`
+}
+
+// args turns the options into flutter flags, validating them.
+func (o buildOptions) args() ([]string, error) {
+	var args []string
+	switch o.Mode {
+	case "":
+	case "debug", "profile", "release":
+		args = append(args, "--"+o.Mode)
+	default:
+		return nil, fmt.Errorf("mode %q is not debug, profile or release", o.Mode)
+	}
+	if o.Target != "" {
+		if _, err := checkRelPath("/" + o.Target); err != nil {
+			return nil, fmt.Errorf("target %q must be a path inside the workspace", o.Target)
+		}
+		args = append(args, "--target", o.Target)
+	}
+	if o.Flavor != "" {
+		if strings.HasPrefix(o.Flavor, "-") {
+			return nil, fmt.Errorf("flavor %q may not start with '-'", o.Flavor)
+		}
+		args = append(args, "--flavor", o.Flavor)
+	}
+	for _, d := range o.DartDefines {
+		if k, _, ok := strings.Cut(d, "="); !ok || k == "" {
+			return nil, fmt.Errorf("dart define %q is not KEY=VALUE", d)
+		}
+		args = append(args, "--dart-define="+d)
+	}
+	return args, nil
+}
+
+// runArgsAllowed are the extra `flutter run` flags a client may pass.
+var runArgsAllowed = []string{
+	"--web-port", "--web-hostname", "--web-renderer", "--web-browser-flag", "--no-pub", "--pub",
+	"--track-widget-creation", "--no-track-widget-creation", "--verbose", "-v", "--start-paused",
+	"--enable-software-rendering", "--trace-startup", "--endless-trace-buffer", "--purge-persistent-cache",
+	"--device-vmservice-port", "--host-vmservice-port", "--dart-define-from-file", "--print-dtd",
+	"--wasm", "--no-wasm", "--hot", "--no-hot",
+}
+
+func checkRunArgs(args []string) error {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if !slices.Contains(runArgsAllowed, name) {
+			return fmt.Errorf("argument %q is not allowed; allowed: %s (use the tool's own fields for device, target, mode, flavor and defines)",
+				a, strings.Join(runArgsAllowed, " "))
+		}
+	}
+	return nil
+}
+
+type runParams struct {
+	buildOptions
+	Device string   `json:"device,omitempty" jsonschema:"the device id (see flutter_devices); default: flutter's choice"`
+	Args   []string `json:"args,omitempty" jsonschema:"extra flutter run flags, from an allowlist (e.g. --web-port=8080)"`
+}
+
+type runResult struct {
+	RunID        string `json:"run_id"`
+	AppID        string `json:"app_id,omitempty"`
+	State        string `json:"state"`
+	LogURI       string `json:"log_uri"`
+	VMServiceURI string `json:"vm_service_uri,omitempty"`
+	DTDURI       string `json:"dtd_uri,omitempty"`
+	Message      string `json:"message,omitempty"`
+}
+
+func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runParams) (*mcp.CallToolResult, runResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, runResult{}, err
+	}
+	args, err := p.args()
+	if err != nil {
+		return nil, runResult{}, err
+	}
+	if err := checkRunArgs(p.Args); err != nil {
+		return nil, runResult{}, err
+	}
+	if p.Device != "" {
+		args = append([]string{"-d", p.Device}, args...)
+	}
+	eng := t.s.runs
+	if live := eng.countLive(sess.ws.root, store.KindRun); len(live) >= t.s.cfg.MaxRuns {
+		return nil, runResult{}, fmt.Errorf("%d runs are already live in this workspace (%s): stop one with flutter_stop, or start flyd with a higher --max-runs",
+			len(live), strings.Join(live, ", "))
+	}
+	r, err := eng.start(ctx, startSpec{kind: store.KindRun, root: sess.ws.root, env: sess.env,
+		args: append(append([]string{"run", "--machine"}, args...), p.Args...)})
+	if err != nil {
+		return nil, runResult{}, err
+	}
+	report := progress(ctx, req)
+	r.mu.Lock()
+	r.progress = report
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.progress = nil
+		r.mu.Unlock()
+	}()
+
+	wait, cancel := context.WithTimeout(ctx, t.s.cfg.RunStartTimeout)
+	defer cancel()
+	select {
+	case <-r.started:
+	case <-wait.Done():
+	}
+	rec := r.record()
+	res := runResult{RunID: rec.ID, AppID: rec.AppID, State: string(rec.State), LogURI: logURI(rec.Kind, rec.ID),
+		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI}
+	switch {
+	case rec.State == stateRunning:
+		res.Message = "the app is running; hot-reload it with flutter_hot_reload, read its log at " + res.LogURI
+		return nil, res, nil
+	case !r.live():
+		return nil, res, fmt.Errorf("flutter run failed (%s): %s\nlast lines of %s:\n%s", rec.State, rec.Error, res.LogURI, tailText(r.ring, 30))
+	}
+	res.Message = "the app has not started yet; it keeps building in flyd: follow " + res.LogURI
+	return nil, res, nil
+}
+
+type runIDParams struct {
+	RunID string `json:"run_id" jsonschema:"the run id from flutter_run or runs_list"`
+}
+
+type restartResult struct {
+	RunID   string `json:"run_id"`
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (t tools) hotReload(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
+	return t.restart(ctx, p.RunID, false)
+}
+
+func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
+	return t.restart(ctx, p.RunID, true)
+}
+
+func (t tools) restart(ctx context.Context, id string, full bool) (*mcp.CallToolResult, restartResult, error) {
+	r, err := t.s.runs.get(id)
+	if err != nil {
+		return nil, restartResult{}, err
+	}
+	rec := r.record()
+	switch {
+	case rec.Kind != store.KindRun:
+		return nil, restartResult{}, fmt.Errorf("%s is a %s, not a flutter run", id, rec.Kind)
+	case !r.live():
+		return nil, restartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
+	case rec.AppID == "" || rec.State != stateRunning:
+		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, errNotStarted, logURI(rec.Kind, id))
+	}
+	what := "hot reload"
+	if full {
+		what = "hot restart"
+	}
+	r.note(what + " requested")
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
+	if err != nil {
+		return nil, restartResult{}, fmt.Errorf("%s of run %s: %w", what, id, err)
+	}
+	if m.Error != "" {
+		return nil, restartResult{}, fmt.Errorf("%s of run %s: flutter says: %s", what, id, m.Error)
+	}
+	var res machineRestartResult
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return nil, restartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what, id, m.Result)
+	}
+	out := restartResult{RunID: id, Code: res.Code, Message: res.Message}
+	if res.Code != 0 {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("%s failed (code %d): %s", what, res.Code, res.Message)}}}, out, nil
+	}
+	return nil, out, nil
+}
+
+type stopResult struct {
+	RunID    string `json:"run_id"`
+	State    string `json:"state"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+}
+
+func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, stopResult, error) {
+	r, err := t.s.runs.get(p.RunID)
+	if err != nil {
+		return nil, stopResult{}, err
+	}
+	if err := r.stop(ctx); err != nil {
+		return nil, stopResult{}, err
+	}
+	rec := r.record()
+	return nil, stopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode}, nil
+}
+
+// buildPlatforms maps flutter_build's platform to the flutter subcommand.
+var buildPlatforms = map[string]string{
+	"apk": "apk", "android": "apk", "appbundle": "appbundle", "web": "web", "ios": "ios", "ipa": "ipa",
+	"macos": "macos", "linux": "linux", "windows": "windows",
+}
+
+type buildParams struct {
+	buildOptions
+	Platform string `json:"platform" jsonschema:"apk, appbundle, web, ios, ipa, macos, linux or windows (android means apk)"`
+}
+
+type buildResult struct {
+	BuildID      string   `json:"build_id"`
+	ExitCode     int      `json:"exit_code"`
+	State        string   `json:"state"`
+	ArtifactPath string   `json:"artifact_path,omitempty"`
+	LogURI       string   `json:"log_uri"`
+	LogTail      []string `json:"log_tail,omitempty"`
+}
+
+func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParams) (*mcp.CallToolResult, buildResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, buildResult{}, err
+	}
+	sub, ok := buildPlatforms[p.Platform]
+	if !ok {
+		return nil, buildResult{}, fmt.Errorf("platform %q is not one of apk, appbundle, web, ios, ipa, macos, linux, windows", p.Platform)
+	}
+	args, err := p.args()
+	if err != nil {
+		return nil, buildResult{}, err
+	}
+	if live := t.s.runs.countLive(sess.ws.root, store.KindBuild); len(live) >= t.s.cfg.MaxBuilds {
+		return nil, buildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
+			len(live), strings.Join(live, ", "))
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.s.cfg.BuildTimeout)
+	defer cancel()
+	r, err := t.s.runs.start(ctx, startSpec{kind: store.KindBuild, root: sess.ws.root, env: sess.env,
+		args: append([]string{"build", sub}, args...)})
+	if err != nil {
+		return nil, buildResult{}, err
+	}
+	report := progress(ctx, req)
+	r.mu.Lock()
+	r.progress = report
+	r.mu.Unlock()
+	<-r.done
+	rec := r.record()
+	res := buildResult{BuildID: rec.ID, State: string(rec.State), LogURI: logURI(rec.Kind, rec.ID)}
+	if rec.ExitCode != nil {
+		res.ExitCode = *rec.ExitCode
+	}
+	if rec.State == stateExited {
+		res.ArtifactPath = artifactPath(sess.ws.root, r.ring)
+		return nil, res, nil
+	}
+	for _, e := range r.ring.Tail(30) {
+		res.LogTail = append(res.LogTail, e.Text)
+	}
+	why := fmt.Sprintf("flutter build %s failed (%s)", sub, rec.State)
+	if ctx.Err() != nil {
+		why = fmt.Sprintf("flutter build %s was cancelled or timed out after %s; its process group was killed", sub, t.s.cfg.BuildTimeout)
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+		Text: why + "; last lines:\n" + strings.Join(res.LogTail, "\n")}}}, res, nil
+}
+
+// builtRE finds flutter's "✓ Built <path>" line.
+var builtRE = regexp.MustCompile(`(?:✓|√) Built (\S+)`)
+
+// artifactPath is the absolute path of what the build reported it built.
+func artifactPath(root string, ring *logring.Ring) string {
+	entries := ring.Tail(ring.Len())
+	for i := len(entries) - 1; i >= 0; i-- {
+		if m := builtRE.FindStringSubmatch(entries[i].Text); m != nil {
+			p := filepath.FromSlash(strings.ReplaceAll(m[1], `\`, "/"))
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(root, p)
+			}
+			return p
+		}
+	}
+	return ""
+}
+
+// oneShot runs a short flutter command as a "tool" run and waits for it.
+func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout time.Duration, args ...string) (*run, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := t.s.runs.start(ctx, startSpec{kind: store.KindTool, root: sess.ws.root, env: sess.env, args: args})
+	if err != nil {
+		return nil, err
+	}
+	<-r.done
+	return r, nil
+}
+
+type noParams struct{}
+
+type devicesResult struct {
+	Devices []json.RawMessage `json:"devices"`
+	LogURI  string            `json:"log_uri"`
+}
+
+func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, devicesResult, error) {
+	r, err := t.oneShot(ctx, req, 2*time.Minute, "devices", "--machine")
+	if err != nil {
+		return nil, devicesResult{}, err
+	}
+	res := devicesResult{Devices: []json.RawMessage{}, LogURI: logURI(store.KindTool, r.id)}
+	var out strings.Builder
+	for _, e := range r.ring.Tail(r.ring.Len()) {
+		if e.Stream == logring.Stdout {
+			out.WriteString(e.Text + "\n")
+		}
+	}
+	text := out.String()
+	if i := strings.Index(text, "["); i >= 0 {
+		if err := json.Unmarshal([]byte(text[i:]), &res.Devices); err == nil {
+			return nil, res, nil
+		}
+	}
+	rec := r.record()
+	return nil, res, fmt.Errorf("flutter devices --machine (%s) printed no device list; see %s:\n%s", rec.State, res.LogURI, tailText(r.ring, 20))
+}
+
+type doctorResult struct {
+	ExitCode int    `json:"exit_code"`
+	Report   string `json:"report"`
+	LogURI   string `json:"log_uri"`
+}
+
+func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, doctorResult, error) {
+	r, err := t.oneShot(ctx, req, 3*time.Minute, "doctor")
+	if err != nil {
+		return nil, doctorResult{}, err
+	}
+	rec := r.record()
+	res := doctorResult{Report: tailText(r.ring, r.ring.Len()), LogURI: logURI(store.KindTool, r.id)}
+	if rec.ExitCode != nil {
+		res.ExitCode = *rec.ExitCode
+	}
+	return nil, res, nil
+}
+
+type createParams struct {
+	Directory   string `json:"directory" jsonschema:"where to create the project, relative to the workspace root ('.' for the root itself)"`
+	ProjectName string `json:"project_name,omitempty" jsonschema:"the package name (snake_case); default: the directory name"`
+	Org         string `json:"org,omitempty" jsonschema:"the organization, in reverse domain notation (com.example)"`
+	Confirm     bool   `json:"confirm" jsonschema:"must be true: flutter create writes files"`
+}
+
+type createResult struct {
+	ExitCode  int    `json:"exit_code"`
+	Directory string `json:"directory"`
+	LogURI    string `json:"log_uri"`
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z0-9_.]+$`)
+
+func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createParams) (*mcp.CallToolResult, createResult, error) {
+	if !p.Confirm {
+		return nil, createResult{}, errors.New("flutter_create writes files into the workspace: call it again with confirm: true")
+	}
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, createResult{}, err
+	}
+	dir := path.Clean(p.Directory)
+	if dir != "." {
+		if _, err := checkRelPath("/" + dir); err != nil {
+			return nil, createResult{}, fmt.Errorf("directory %q must be inside the workspace", p.Directory)
+		}
+	}
+	args := []string{"create"}
+	for flag, v := range map[string]string{"--project-name": p.ProjectName, "--org": p.Org} {
+		if v == "" {
+			continue
+		}
+		if !identRE.MatchString(v) {
+			return nil, createResult{}, fmt.Errorf("%s %q may hold letters, digits, '_' and '.' only", flag, v)
+		}
+		args = append(args, flag, v)
+	}
+	args = append(args, dir)
+	r, err := t.oneShot(ctx, req, 5*time.Minute, args...)
+	if err != nil {
+		return nil, createResult{}, err
+	}
+	rec := r.record()
+	res := createResult{Directory: filepath.Join(sess.ws.root, filepath.FromSlash(dir)), LogURI: logURI(store.KindTool, r.id)}
+	if rec.ExitCode != nil {
+		res.ExitCode = *rec.ExitCode
+	}
+	if res.ExitCode != 0 {
+		return nil, res, fmt.Errorf("flutter create failed (%s):\n%s", rec.State, tailText(r.ring, 20))
+	}
+	return nil, res, nil
+}
+
+type runsListParams struct {
+	All bool `json:"all,omitempty" jsonschema:"list the runs of every workspace, not only this one"`
+}
+
+type runsListResult struct {
+	Runs []RunInfo `json:"runs"`
+}
+
+func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsListParams) (*mcp.CallToolResult, runsListResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, runsListResult{}, err
+	}
+	root := sess.ws.root
+	if p.All {
+		root = ""
+	}
+	recs, err := t.s.runs.list(root)
+	if err != nil {
+		return nil, runsListResult{}, err
+	}
+	res := runsListResult{Runs: []RunInfo{}}
+	for _, rec := range recs {
+		res.Runs = append(res.Runs, runInfo(rec))
+	}
+	return nil, res, nil
+}
+
+type logsReadParams struct {
+	RunID string `json:"run_id,omitempty" jsonschema:"the run id; or give uri"`
+	URI   string `json:"uri,omitempty" jsonschema:"a logs://run/{id} or logs://build/{id} URI"`
+	Since uint64 `json:"since,omitempty" jsonschema:"return entries after this seq (0: from the start)"`
+	Tail  int    `json:"tail,omitempty" jsonschema:"return only the last N entries"`
+	Grep  string `json:"grep,omitempty" jsonschema:"keep only entries whose text matches this regular expression (RE2)"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 500)"`
+}
+
+type logsReadResult struct {
+	RunID    string          `json:"run_id"`
+	State    string          `json:"state"`
+	Entries  []logring.Entry `json:"entries"`
+	FirstSeq uint64          `json:"first_seq"`
+	LastSeq  uint64          `json:"last_seq"`
+	Next     uint64          `json:"next_since" jsonschema:"pass as since to continue"`
+}
+
+func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsReadParams) (*mcp.CallToolResult, logsReadResult, error) {
+	id := p.RunID
+	if p.URI != "" {
+		_, uid, _, err := parseLogURI(p.URI)
+		if err != nil {
+			return nil, logsReadResult{}, err
+		}
+		id = uid
+	}
+	if id == "" {
+		return nil, logsReadResult{}, errors.New("give run_id or uri")
+	}
+	q := logQuery{since: p.Since, tail: p.Tail, limit: p.Limit}
+	if p.Grep != "" {
+		re, err := regexp.Compile(p.Grep)
+		if err != nil {
+			return nil, logsReadResult{}, fmt.Errorf("grep %q: %w", p.Grep, err)
+		}
+		q.grep = re
+	}
+	r, err := t.s.runs.get(id)
+	if err != nil {
+		return nil, logsReadResult{}, err
+	}
+	page := r.entries(q)
+	return nil, logsReadResult{RunID: id, State: string(r.record().State), Entries: page.entries,
+		FirstSeq: page.first, LastSeq: page.last, Next: page.next}, nil
+}
+
+// tailText is the last n entries of ring as plain text.
+func tailText(ring *logring.Ring, n int) string {
+	var b strings.Builder
+	for _, e := range ring.Tail(n) {
+		b.WriteString(e.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
