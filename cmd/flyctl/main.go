@@ -53,6 +53,12 @@ Usage:
 Commands:
   mcp       relay an editor's MCP stdio stream to flyd (put this in the editor's MCP config)
   status    show the daemon's state
+  runs      list flutter runs and builds
+  stop      stop a run or build
+  logs      read or follow a run's log (logs tail)
+  socket    print the daemon's socket path
+  config    print or write editor MCP configuration (config mcp)
+  service   install and control flyd as a user service
   version   print flyctl's version
 
 Run 'flyctl <command> --help' for a command's flags.
@@ -76,6 +82,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runMCP(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], getenv, stdout, stderr)
+	case "runs":
+		return runRuns(ctx, args[1:], getenv, stdout, stderr)
+	case "stop":
+		return runStop(ctx, args[1:], getenv, stdout, stderr)
+	case "logs":
+		return runLogs(ctx, args[1:], getenv, stdout, stderr)
+	case "socket":
+		return runSocket(ctx, args[1:], getenv, stdout, stderr)
+	case "config":
+		return runConfig(ctx, args[1:], getenv, stdout, stderr)
+	case "service":
+		return runService(ctx, args[1:], getenv, stdout, stderr)
 	case "version":
 		return runVersion(ctx, args[1:], getenv, stdout)
 	}
