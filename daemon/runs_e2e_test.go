@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -421,5 +426,72 @@ func TestRestartKeepsRuns(t *testing.T) {
 	out, err := second.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "already running") || time.Since(start) > 10*time.Second {
 		t.Errorf("second flyd: %v after %v: %s", err, time.Since(start), out)
+	}
+}
+
+// TestSlowSubscriberDoesNotDelayOthers: client A subscribes to a run's log
+// and then stops reading its socket with megabytes of replies pending;
+// client B, subscribed to the same log, keeps getting its updates on time.
+func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=5")
+	startFlyd(t, e)
+	root := flutterProject(t)
+	writeTree(t, root, map[string]string{"lib/big.dart": strings.Repeat("// padding padding\n", 50_000)}) // ~1 MB
+	nb := newNotes()
+	b := viaShim(e)(t, "reader", root, nb)
+	var started runOut
+	if res := callTool(t, b, "flutter_run", nil, &started); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+
+	// A: a raw WebSocket client that subscribes, asks for 40 MB and never reads.
+	ctx := context.Background()
+	hc := e.httpClient()
+	hc.Timeout = 0
+	a, _, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
+		HTTPClient: hc, Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader: http.Header{wire.HeaderWorkspace: {url.QueryEscape(root)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.CloseNow()
+	send := func(s string) {
+		if err := a.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"stuck","version":"0"}}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"` + started.LogURI + `"}}`)
+	for i := range 40 {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"workspace:///lib/big.dart"}}`, i+2))
+	}
+
+	if err := b.Subscribe(ctx, &mcp.SubscribeParams{URI: started.LogURI}); err != nil {
+		t.Fatal(err)
+	}
+	// Measure B's updates for 3 s while A is stuck: the log grows every
+	// 5 ms, so B should hear of it about every 50 ms. A design that wrote
+	// to A inline would hold B up for A's whole write timeout (5 s).
+	var gaps []time.Duration
+	last := time.Now()
+	for end := last.Add(3 * time.Second); time.Now().Before(end); {
+		select {
+		case u := <-nb.updated:
+			if u == started.LogURI {
+				gaps = append(gaps, time.Since(last))
+				last = time.Now()
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("B got no log update for 5 s while A was stuck")
+		}
+	}
+	slices.Sort(gaps)
+	worst := gaps[len(gaps)-1]
+	t.Logf("B: %d updates in 3 s while A was stuck; median gap %v, worst %v", len(gaps), gaps[len(gaps)/2], worst)
+	if len(gaps) < 5 || worst > 2*time.Second {
+		t.Errorf("B was held up: %d updates, worst gap %v", len(gaps), worst)
 	}
 }

@@ -358,8 +358,10 @@ type Status struct {
 	UptimeSec  float64           `json:"uptime_seconds"`
 	Socket     string            `json:"socket"`
 	StateDir   string            `json:"state_dir"`
+	DBBytes    int64             `json:"db_bytes"`
 	Sessions   []SessionInfo     `json:"sessions"`
 	Workspaces []WorkspaceStatus `json:"workspaces"`
+	Runs       []RunInfo         `json:"runs"` // live ones
 }
 
 // WorkspaceStatus describes one open workspace.
@@ -383,7 +385,17 @@ func (s *Server) status() Status {
 		StateDir:   s.cfg.Paths.StateDir,
 		Sessions:   []SessionInfo{},
 		Workspaces: []WorkspaceStatus{},
+		Runs:       []RunInfo{},
 	}
+	if db := s.runs.db; db != nil {
+		st.DBBytes, _ = db.Size()
+	}
+	s.runs.mu.Lock()
+	for _, r := range s.runs.liveLocked() {
+		st.Runs = append(st.Runs, runInfo(r.record()))
+	}
+	s.runs.mu.Unlock()
+	slices.SortFunc(st.Runs, func(a, b RunInfo) int { return cmpString(a.RunID, b.RunID) })
 	s.mu.Lock()
 	for _, sess := range s.sessions {
 		st.Sessions = append(st.Sessions, sess.info())

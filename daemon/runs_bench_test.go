@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/store"
+	bolt "go.etcd.io/bbolt"
+)
+
+// benchIngestLines is how many lines one ingest iteration floods.
+const benchIngestLines = 200_000
+
+// BenchmarkIngest: a fake flutter printing app.log lines as fast as it can,
+// through flyd's reader, parser, ring and group-committed store, against a
+// bare bbolt loop that commits the same number of entries 256 per fsync'd
+// transaction. Reports lines/s of each, persisted, and ratio = flyd/bare
+// (goal ≥ 0.5). Lines the store had to drop (queue full) are reported too.
+func BenchmarkIngest(b *testing.B) {
+	dir := b.TempDir()
+	flutter, err := fakeflutter.Install(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(Config{Flutter: flutter, RingEntries: 1000})
+	db, err := store.Open(filepath.Join(dir, "fly.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop, err := s.startStore(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	defer s.runs.closeAll()
+	root := b.TempDir()
+
+	var flyd, bare time.Duration
+	var persisted, dropped, bareN uint64
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		r, err := s.runs.start(context.Background(), startSpec{kind: store.KindRun, root: root, args: []string{"run", "--machine"},
+			env: map[string]string{"FLY_TEST_HELPER": "flutter", fakeflutter.EnvLinesPerSec: "0", fakeflutter.EnvLines: fmt.Sprint(benchIngestLines)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		last := fmt.Sprintf("flutter: tick %d", benchIngestLines)
+		for !strings.HasPrefix(lastText(r), last) {
+			time.Sleep(time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := db.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		flyd += time.Since(start)
+		meta, _ := db.LogStats(r.id)
+		persisted += meta.LastSeq - meta.Dropped
+		dropped += meta.Dropped
+		_ = r.stop(context.Background())
+
+		bare += bareIngest(b, filepath.Join(dir, fmt.Sprintf("bare%d.db", i)), int(meta.LastSeq))
+		bareN += meta.LastSeq
+	}
+	n := float64(b.N)
+	flydRate := float64(persisted) / flyd.Seconds()
+	bareRate := float64(bareN) / bare.Seconds()
+	b.ReportMetric(flydRate, "lines/s-flyd")
+	b.ReportMetric(bareRate, "lines/s-bare")
+	b.ReportMetric(flydRate/bareRate, "ratio")
+	b.ReportMetric(float64(dropped)/n, "dropped/op")
+}
+
+func lastText(r *run) string {
+	t := r.ring.Tail(4)
+	for i := len(t) - 1; i >= 0; i-- {
+		if t[i].Stream == "stdout" {
+			return t[i].Text
+		}
+	}
+	return ""
+}
+
+// bareIngest commits n log-sized entries to a fresh bbolt file, 256 per
+// Update, the way the store's writer does, and returns the time it took.
+func bareIngest(b *testing.B, path string, n int) time.Duration {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(path)
+	defer bdb.Close()
+	text := []byte("flutter: tick 123456 at the bare baseline")
+	start := time.Now()
+	for seq := 1; seq <= n; {
+		err := bdb.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("run"))
+			if err != nil {
+				return err
+			}
+			bk.FillPercent = 1
+			for end := min(n, seq+255); seq <= end; seq++ {
+				k := binary.BigEndian.AppendUint64(nil, uint64(seq))
+				v := binary.BigEndian.AppendUint64([]byte{1}, uint64(time.Now().UnixNano()))
+				if err := bk.Put(k, append(v, text...)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
