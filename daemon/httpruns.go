@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fly-dev/fly/internal/wire"
@@ -24,8 +25,8 @@ import (
 // before they build a Handler.
 var heartbeatEvery = 15 * time.Second
 
-// historyPage is how many entries one read of a log's history returns
-// before they are written out.
+// historyPage is how many entries one read of a log returns before they
+// are written out.
 const historyPage = defaultLogLimit
 
 // Log attribute keys of the HTTP API.
@@ -120,8 +121,11 @@ func onlyParams(q url.Values, names ...string) error {
 		for _, n := range names {
 			known = known || k == n
 		}
-		if !known {
-			return badRequest("unknown query parameter %q; this route takes %v", k, names)
+		switch {
+		case !known && len(names) == 0:
+			return badRequest("unknown query parameter %q; this route takes none", k)
+		case !known:
+			return badRequest("unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
 		}
 		if len(vs) != 1 {
 			return badRequest("query parameter %q is given %d times", k, len(vs))
@@ -386,14 +390,15 @@ func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
 	defer lw.rc.SetWriteDeadline(time.Time{})
 	ctx := r.Context()
 
-	since := p.after
-	if p.hasTail {
-		if last := rn.ring.Last(); last > uint64(p.tail) {
-			since = max(since, last-uint64(p.tail))
-		}
+	// A cursor past the end (from a log that has since been deleted) would
+	// wait for seqs that may never come: it starts at the end instead.
+	last := rn.ring.Last()
+	since := min(p.after, last)
+	if p.hasTail && last > uint64(p.tail) {
+		since = max(since, last-uint64(p.tail))
 	}
 	lw.last = since
-	if err := a.history(ctx, lw, rn, since, rn.ring.Last()); err != nil {
+	if err := a.history(ctx, lw, rn, since, last); err != nil {
 		return streamError{err}
 	}
 	if !p.follow {
@@ -414,16 +419,16 @@ func status(typ string, rec store.Run, last uint64) statusLine {
 }
 
 // history writes the entries after since up to until at least, a page at
-// a time. The log is read (ring, else store) into memory first and
+// a time. Each page is read (ring, else store) into memory first and
 // written after: nothing is held across a network write.
 func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *run, since, until uint64) error {
 	for {
-		page := rn.entries(logQuery{since: since, limit: historyPage})
-		if len(page.entries) == 0 {
+		es := a.page(ctx, rn, since)
+		if len(es) == 0 {
 			break
 		}
-		lw.entries(page.entries)
-		since = page.next
+		lw.entries(es)
+		since = es[len(es)-1].Seq
 		if err := lw.flush(); err != nil {
 			return err
 		}
@@ -435,6 +440,45 @@ func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *run, since, u
 		}
 	}
 	return lw.flush() // the headers, when there was nothing to send
+}
+
+// page returns the next entries after since, oldest first: from the ring
+// while it holds them, else from the store. The ring's gap entry is
+// returned only when the store does not hold the entries either; entries
+// the store lacks in the middle (trimmed or dropped) are left for
+// lineWriter.entries to report.
+func (a *runsAPI) page(ctx context.Context, rn *run, since uint64) []logring.Entry {
+	db := a.s.runs.db
+	for attempt := 0; ; attempt++ {
+		if first := rn.ring.First(); db != nil && since+1 < first {
+			a.settle(ctx, rn, first-1)
+			if old, err := db.Logs(rn.id, since, historyPage); err == nil && len(old) > 0 {
+				return fromStore(old)
+			}
+		}
+		// The ring may have moved on since First: then try the store again.
+		es, gap := rn.ring.Since(since, historyPage)
+		if gap == nil || db == nil || attempt == 2 {
+			return es
+		}
+	}
+}
+
+// settle makes sure the store has committed the run's entries up to seq
+// upto, which the ring no longer holds: the writer commits in groups, so
+// what the ring evicted a moment ago may still be queued. It waits at most
+// a second; a store that cannot keep up leaves a gap, as it would anyway.
+func (a *runsAPI) settle(ctx context.Context, rn *run, upto uint64) {
+	db := a.s.runs.db
+	if db == nil {
+		return
+	}
+	if st, err := db.LogStats(rn.id); err != nil || st.LastSeq >= upto {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = db.Flush(ctx)
 }
 
 // follow streams the run's new entries as they come, a heartbeat when

@@ -245,8 +245,8 @@ func decodeLines(r io.Reader, each chan<- ndLine) ([]ndLine, error) {
 // follower is a follow=1 stream read by a goroutine.
 type follower struct {
 	lines chan ndLine
-	done  chan error // the stream's end: nil at EOF
-	body  io.Closer
+	done  chan struct{} // closed at the stream's end
+	err   error         // why it ended, nil at EOF; set before done is closed
 }
 
 func (a *apiServer) follow(t testing.TB, id, query string) *follower {
@@ -257,10 +257,10 @@ func (a *apiServer) follow(t testing.TB, id, query string) *follower {
 		resp.Body.Close()
 		t.Fatalf("follow %s = %s %s", query, resp.Status, b)
 	}
-	f := &follower{lines: make(chan ndLine, 1<<20), done: make(chan error, 1), body: resp.Body}
+	f := &follower{lines: make(chan ndLine, 1<<20), done: make(chan struct{})}
 	go func() { // owned by f: ends when the body ends or is closed (Cleanup)
-		_, err := decodeLines(resp.Body, f.lines)
-		f.done <- err
+		defer close(f.done)
+		_, f.err = decodeLines(resp.Body, f.lines)
 	}()
 	t.Cleanup(func() {
 		resp.Body.Close()
@@ -471,6 +471,7 @@ func TestHTTPRunsLogs(t *testing.T) {
 		{"after=2&tail=3", last - 2, last},
 		{"tail=0", 0, 0},
 		{"after=" + strconv.FormatUint(last, 10), 0, 0},
+		{"after=999999&follow=0", 0, 0}, // a cursor past the end starts at the end
 		{"tail=100000", 1, last},
 	}
 	for _, tt := range tests {
@@ -481,7 +482,7 @@ func TestHTTPRunsLogs(t *testing.T) {
 			t.Errorf("logs?%s: last line %+v, want end", tt.query, end)
 		}
 		if tt.first == 0 {
-			if len(entries) != 0 || end.LastSeq == 0 {
+			if len(entries) != 0 || end.LastSeq != last {
 				t.Errorf("logs?%s = %+v, want only an end line with the cursor", tt.query, lines)
 			}
 			continue
@@ -526,9 +527,9 @@ func TestHTTPRunsFollow(t *testing.T) {
 	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
 	got = append(got, f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })...)
 	select {
-	case err := <-f.done:
-		if err != nil {
-			t.Errorf("follow ended with %v, want EOF after the exit line", err)
+	case <-f.done:
+		if f.err != nil {
+			t.Errorf("follow ended with %v, want EOF after the exit line", f.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("follow did not end after its exit line")
@@ -554,6 +555,7 @@ func TestHTTPRunsHeartbeat(t *testing.T) {
 	heartbeatEvery = 200 * time.Millisecond
 	a := newAPIServer(t, Config{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=0") // an idle app
+	waitLog(t, r, "app.devTools")               // its last event after app.started
 	f := a.follow(t, r.id, "tail=0")
 	for range 2 {
 		l := f.next(t, 10*time.Second)
@@ -689,5 +691,58 @@ func TestHTTPRunsVersionHeader(t *testing.T) {
 	defer resp.Body.Close()
 	if v := resp.Header.Get(wire.HeaderVersion); v != wire.VersionHeader() {
 		t.Errorf("%s = %q, want %q", wire.HeaderVersion, v, wire.VersionHeader())
+	}
+}
+
+// TestHTTPRunsFollowerCatchesUpFromStore: a follower that fell behind the
+// ring while its connection was blocked gets what the ring evicted from
+// the store, with no gap, when the store still holds it.
+func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
+	const lines = 20000
+	a := newAPIServer(t, Config{RingEntries: 10, WriteTimeout: time.Minute}, store.Options{QueueSize: 1 << 16}, true)
+	r := a.start(t, fakeflutter.EnvStartupMS+"=300", fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"="+strconv.Itoa(lines))
+
+	conn, err := a.c.Transport.(*http.Transport).DialContext(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest("GET", a.url+"/v1/runs/"+r.id+"/logs?follow=1&after=0", nil)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	// The follower reads nothing until the whole burst is in: its handler
+	// blocks on the full socket while the ring moves on.
+	waitLog(t, r, fmt.Sprintf("flutter: tick %d", lines))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.db.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.db.LogStats(r.id); st.FirstSeq != 1 || st.Dropped != 0 {
+		t.Fatalf("store log %+v: want every entry kept", st)
+	}
+	if err := r.stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeLines(resp.Body, nil)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("follow: %v after %d lines", err, len(got))
+	}
+	for _, l := range got {
+		if l.Type == wire.LogLineGap {
+			t.Fatalf("gap line %+v: the store held those entries", l)
+		}
+	}
+	end := checkContiguous(t, got, 0)
+	if exit := lastLine(got); exit.Type != wire.LogLineExit || end != r.ring.Last() {
+		t.Errorf("follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.ring.Last())
 	}
 }

@@ -84,26 +84,27 @@ func (r *run) entries(q logQuery) logPage {
 		since = page.last - uint64(q.tail)
 	}
 	var out []logring.Entry
-	// Older than the ring: read the store first.
-	if db != nil && since+1 < r.ring.First() && stored.Entries > 0 {
-		old, err := db.Logs(r.id, since, limit)
-		if err == nil {
+	// Older than the ring: read the store first, reporting any stretch it
+	// no longer holds (trimmed, or dropped under load) as a gap.
+	if ringFirst := r.ring.First(); db != nil && since+1 < ringFirst {
+		if old, err := db.Logs(r.id, since, limit); err == nil {
+			expect := since + 1
 			for _, e := range old {
-				if e.Seq >= r.ring.First() {
+				if e.Seq >= ringFirst || len(out) >= limit {
 					break
 				}
+				if e.Seq > expect {
+					out = append(out, gapEntry(expect, e.Seq))
+				}
 				out = append(out, fromStore([]store.Entry{e})...)
+				expect = e.Seq + 1
 			}
-			if len(out) > 0 {
-				since = out[len(out)-1].Seq
-			}
+			since = expect - 1
 		}
 	}
+	// The ring reports a gap itself when since is still before its start.
 	if len(out) < limit {
 		ring, _ := r.ring.Since(since, limit-len(out))
-		if len(out) > 0 && len(ring) > 0 && ring[0].Gap != nil {
-			ring = ring[1:] // the store filled what the ring calls a gap
-		}
 		out = append(out, ring...)
 	}
 	if q.grep != nil {
@@ -123,6 +124,17 @@ func (r *run) entries(q logQuery) logPage {
 		page.entries = []logring.Entry{}
 	}
 	return page
+}
+
+// gapEntry stands for the entries from..resume-1 that are gone, in the
+// form logring uses: Seq is resume-1, so a reader resumes after it.
+func gapEntry(from, resume uint64) logring.Entry {
+	lost := resume - from
+	return logring.Entry{
+		Seq: resume - 1, Time: time.Now(), Stream: logring.Fly,
+		Text: fmt.Sprintf("… %d lines lost (no longer kept); resuming at seq %d", lost, resume),
+		Gap:  &logring.Gap{Lost: lost, Resume: resume},
+	}
 }
 
 // formatEntry is one line of a log resource's text.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/fly-dev/fly/store"
@@ -181,11 +182,11 @@ func (a promptArgs) name(what string) ([]string, error) {
 
 // projectFacts is what the prompts say about the session's project.
 type projectFacts struct {
-	root      string
-	name      string   // pubspec name: the package: import prefix
-	deps      []string // dependencies and dev_dependencies
-	liveRuns  []string // live flutter runs of the workspace
-	hasTests  bool
+	root       string
+	name       string   // pubspec name: the package: import prefix
+	deps       []string // dependencies and dev_dependencies
+	liveRuns   []string // live flutter runs of the workspace
+	hasTests   bool
 	hasPubspec bool
 }
 
@@ -256,7 +257,7 @@ func (f projectFacts) context() string {
 		"- Do not add a dependency the project lacks without saying so; if one is needed, add it to pubspec.yaml and run `flutter pub get`.\n")
 	if len(f.liveRuns) > 0 {
 		fmt.Fprintf(&b, "- The app is running (run %s): after editing Dart code call flutter_hot_reload with that run_id, and flutter_hot_restart when you changed main(), initState or global state. "+
-			"Then read its log (logs://run/<id>?tail=50, or logs_read) to check for new errors.\n", strings.Join(f.liveRuns, ", "))
+			"Then read its log (%s?tail=50, or logs_read) to check for new errors.\n", strings.Join(f.liveRuns, ", "), logURI(store.KindRun, f.liveRuns[0]))
 	} else {
 		b.WriteString("- To check your work in the app, start it with flutter_run, then use flutter_hot_reload after each edit and read the run's log (logs_read) for errors.\n")
 	}
@@ -335,7 +336,7 @@ func (p prompts) scaffoldPage(ctx context.Context, req *mcp.GetPromptRequest) (*
 		"1. Find where pages live (lib/pages, lib/screens, lib/features/*/presentation, ...) and how they are named; put %s there, "+
 		"as %s unless the project names files differently (e.g. a _screen suffix).\n"+
 		"2. Write %s as a widget with a Scaffold, an AppBar titled %q, and a body with a clear placeholder of what the page is for. "+
-		"Use the app's theme (Theme.of(context), its text styles and colour scheme), const constructors, and a Key? key parameter. "+
+		"Use the app's theme (Theme.of(context), its text styles and colour scheme), const constructors, and a super.key parameter. "+
 		"Keep build methods small: extract private widgets instead of helper methods that return widgets.\n",
 		class, file, class, strings.Join(wordsTitle(title), " "))
 	fmt.Fprintf(&b, "3. %s\n", stateAdvice(sm, f.stateManagement()))
@@ -351,8 +352,12 @@ func (p prompts) scaffoldPage(ctx context.Context, req *mcp.GetPromptRequest) (*
 	} else {
 		b.WriteString("4. Do not register a route; say in your summary how to open the page.\n")
 	}
-	b.WriteString("5. Add a widget test (test/..._test.dart, mirroring the file's path) that pumps the page and finds its title, if the project has tests.\n" +
-		"6. Hot-reload (or run) the app and read its log; fix any error before you finish. End with a short summary of the files you created or changed.\n")
+	if f.hasTests {
+		b.WriteString("5. Add a widget test (under test/, mirroring the page's path) that pumps the page and finds its title.\n")
+	} else {
+		b.WriteString("5. The project has no tests yet: offer a widget test for the page rather than adding a test setup unasked.\n")
+	}
+	b.WriteString("6. Hot-reload (or run) the app and read its log; fix any error before you finish. End with a short summary of the files you created or changed.\n")
 	return &mcp.GetPromptResult{Description: "Scaffold the page " + class, Messages: []*mcp.PromptMessage{userText(b.String())}}, nil
 }
 
@@ -503,6 +508,7 @@ func (p prompts) scaffoldAPIClient(ctx context.Context, req *mcp.GetPromptReques
 		for _, e := range endpoints {
 			fmt.Fprintf(&b, "- %s %s\n", e.method, e.path)
 		}
+		b.WriteByte('\n')
 	} else {
 		b.WriteString("No endpoints were given: create the client with one example GET method and ask which endpoints to add.\n")
 	}
@@ -616,7 +622,7 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 	if rec.Error != "" {
 		fmt.Fprintf(&b, ", error: %s", rec.Error)
 	}
-	fmt.Fprintf(&b, "\nStarted: %s\n\n%s\n", rec.StartedAt.Format("2006-01-02 15:04:05"), f.context())
+	fmt.Fprintf(&b, "\nStarted: %s\n\n%s\n", rec.StartedAt.Format(time.RFC3339), f.context())
 	b.WriteString("Steps:\n" +
 		"1. Find the first real error in the log, not its consequences: compiler errors (path:line:col), exceptions with their stack traces, " +
 		"'A RenderFlex overflowed', failed assertions, Gradle/Xcode/CMake failures, or a lost connection to the device.\n" +

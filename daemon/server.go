@@ -187,6 +187,9 @@ func (s *Server) Run(ctx context.Context) error {
 // shutdown closes the listener, every session and every workspace, and
 // waits for their goroutines.
 func (s *Server) shutdown(hs *http.Server) {
+	// Runs first: no app outlives its daemon, and log followers get their
+	// exit line and end, so the HTTP shutdown below need not wait for them.
+	s.runs.closeAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(ctx) // stops accepting; hijacked WebSockets are ours to close
@@ -199,7 +202,6 @@ func (s *Server) shutdown(hs *http.Server) {
 		}
 	}
 	s.conns.Wait()
-	s.runs.closeAll()
 	s.notifyWG.Wait()
 	s.ws.close()
 }
