@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,18 +55,85 @@ func unixClient(path string) *http.Client {
 	}}
 }
 
-// connect opens a session with flyd, starting flyd first when nothing
-// listens on the socket and Config.Flyd allows it.
+// connect opens the first session with flyd, starting flyd first when
+// nothing listens on the socket and the Config allows it.
 func (r *Relay) connect(ctx context.Context) (*conn, error) {
 	c, err := r.dial(ctx)
 	if err == nil || !noListener(err) {
 		return c, err
 	}
-	if r.cfg.Flyd == nil {
+	if !r.canStart() {
 		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotRunning, r.cfg.Socket)
 	}
-	return r.startAndDial(ctx)
+	return r.start(ctx)
 }
+
+// canStart reports whether the relay may start flyd.
+func (r *Relay) canStart() bool { return r.cfg.Start != nil || r.cfg.Flyd != nil }
+
+// redial gets a lost connection back: it dials with backoff until flyd
+// answers or ctx is done, and gives up at the ReconnectTimeout, or at once
+// when flyd speaks another protocol version. Once nothing has listened
+// for restartAfter, it starts flyd (at most once per StartTimeout), as
+// connect does.
+func (r *Relay) redial(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReconnectTimeout)
+	defer cancel()
+	began := time.Now()
+	var last error
+	var lastStart time.Time
+	delay := reconnectFirstBackoff
+	for {
+		c, err := r.dial(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		var ve *versionError
+		if errors.As(err, &ve) {
+			return nil, err
+		}
+		if noListener(err) && r.canStart() && time.Since(began) >= r.restartAfter &&
+			(lastStart.IsZero() || time.Since(lastStart) >= r.cfg.StartTimeout) {
+			lastStart = time.Now()
+			c, err := r.start(ctx)
+			if err == nil {
+				return c, nil
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.As(err, &ve) {
+				return nil, err
+			}
+			last = err
+			r.log.Warn("could not restart flyd; still trying", keyErr, err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		delay = min(2*delay, reconnectMaxBackoff)
+	}
+	if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		return nil, err // Run is returning
+	}
+	return nil, fmt.Errorf("flyd did not come back on %s within %v: %w", r.cfg.Socket, r.cfg.ReconnectTimeout, last)
+}
+
+// versionError is a dial's error when flyd speaks another protocol
+// version: retrying cannot help.
+type versionError struct{ err error }
+
+func (e *versionError) Error() string { return e.err.Error() }
+func (e *versionError) Unwrap() error { return e.err }
 
 // noListener reports whether a dial failed because no daemon listens on
 // the socket, as opposed to one that answered badly.
@@ -94,7 +162,7 @@ func (r *Relay) dial(ctx context.Context) (*conn, error) {
 	}
 	if err := wire.CheckPeer("flyctl", "flyd", resp.Header.Get(wire.HeaderVersion)); err != nil {
 		ws.Close(websocket.StatusPolicyViolation, "protocol version mismatch")
-		return nil, err
+		return nil, &versionError{err}
 	}
 	if ws.Subprotocol() != wire.Subprotocol {
 		ws.Close(websocket.StatusPolicyViolation, "subprotocol "+wire.Subprotocol+" required")
@@ -120,16 +188,21 @@ func (r *Relay) dialError(ctx context.Context, resp *http.Response, err error) e
 		// flyd answered, but not with a WebSocket: a version mismatch is
 		// the most useful thing to report, then what it said.
 		if verr := wire.CheckPeer("flyctl", "flyd", resp.Header.Get(wire.HeaderVersion)); verr != nil {
-			return fmt.Errorf("flyd at %s refused the session (%s): %w", r.cfg.Socket, resp.Status, verr)
+			return &versionError{fmt.Errorf("flyd at %s refused the session (%s): %w", r.cfg.Socket, resp.Status, verr)}
 		}
 		var body []byte
 		if resp.Body != nil {
-			body, _ = io.ReadAll(resp.Body)
+			body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		}
+		err := fmt.Errorf("flyd at %s refused the session: %s", r.cfg.Socket, resp.Status)
 		if s := strings.TrimSpace(string(body)); s != "" {
-			return fmt.Errorf("flyd at %s refused the session: %s: %s", r.cfg.Socket, resp.Status, truncate(s, maxReason))
+			err = fmt.Errorf("flyd at %s refused the session: %s: %s", r.cfg.Socket, resp.Status, truncate(s, maxReason))
 		}
-		return fmt.Errorf("flyd at %s refused the session: %s", r.cfg.Socket, resp.Status)
+		if resp.StatusCode == http.StatusPreconditionFailed {
+			// flyd checked this shim's version header and refused it.
+			return &versionError{err}
+		}
+		return err
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("flyd at %s accepted the connection but did not complete the handshake within %v: %w",
@@ -138,16 +211,77 @@ func (r *Relay) dialError(ctx context.Context, resp *http.Response, err error) e
 	return fmt.Errorf("connect to flyd at %s: %w", r.cfg.Socket, err)
 }
 
-// startAndDial starts flyd, then dials with backoff until it answers, the
-// start timeout passes or flyd has exited for exitGrace.
-func (r *Relay) startAndDial(ctx context.Context) (*conn, error) {
+// start starts flyd and dials it, holding the start lock throughout so
+// that shims starting together start one flyd. Under the lock it dials
+// once more (the lock's previous holder may have started flyd), then tries
+// Config.Start, then Config.Flyd.
+func (r *Relay) start(ctx context.Context) (*conn, error) {
+	if err := os.MkdirAll(r.cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("start flyd: %w", err)
+	}
+	lock := filepath.Join(r.cfg.StateDir, startLockName)
+	// The holder's worst case: a dial, Start and its dials, a detached
+	// start and its dials.
+	lctx, cancel := context.WithTimeout(ctx, 4*r.cfg.StartTimeout)
+	unlock, err := lockFile(lctx, lock)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("start flyd: %w", err)
+	}
+	defer unlock()
+	if c, err := r.dial(ctx); err == nil || !noListener(err) {
+		if err == nil {
+			r.log.Info("flyd answered once the start lock was free: another flyctl started it", keyLock, lock)
+		}
+		return c, err
+	}
+	var startErr error
+	if r.cfg.Start != nil {
+		sctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+		startErr = r.cfg.Start(sctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case startErr == nil:
+			r.log.Info("started the flyd service", keySocket, r.cfg.Socket)
+			c, err := r.dialStarted(ctx, nil)
+			if err == nil || r.cfg.Flyd == nil || !errors.Is(err, errNoAnswer) {
+				return c, err
+			}
+			r.log.Warn("the flyd service did not answer; starting flyd directly", keyErr, err)
+		case errors.Is(startErr, ErrNoService):
+			r.log.Debug("no flyd service to start", keyErr, startErr)
+		default:
+			r.log.Warn("could not start the flyd service", keyErr, startErr)
+		}
+	}
+	if r.cfg.Flyd == nil {
+		return nil, fmt.Errorf("%w: nothing listens on %s, and flyctl cannot start it: %v", ErrNotRunning, r.cfg.Socket, startErr)
+	}
 	st, err := r.startFlyd()
 	if err != nil {
 		return nil, err
 	}
+	return r.dialStarted(ctx, st)
+}
+
+// errNoAnswer marks dialStarted's error when nothing answered in time.
+var errNoAnswer = errors.New("no answer")
+
+// dialStarted dials with backoff after a start until flyd answers, the
+// start timeout passes or, for a flyd this shim started (st is not nil),
+// it has exited for exitGrace.
+func (r *Relay) dialStarted(ctx context.Context, st *started) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	exited := st.exited
+	var exited chan error
+	if st != nil {
+		exited = st.exited
+	}
 	var exitErr error
 	var exitedAt time.Time
 	delay := firstBackoff
@@ -161,6 +295,9 @@ func (r *Relay) startAndDial(ctx context.Context) (*conn, error) {
 		case dctx.Err() != nil:
 			if !exitedAt.IsZero() {
 				return nil, st.exitedError(r.cfg.Socket, exitErr)
+			}
+			if st == nil {
+				return nil, fmt.Errorf("the flyd service did not answer on %s within %v: %w", r.cfg.Socket, r.cfg.StartTimeout, errNoAnswer)
 			}
 			return nil, st.timeoutError(r.cfg.Socket, r.cfg.StartTimeout)
 		case !noListener(err):
@@ -200,9 +337,6 @@ type started struct {
 // when flyd exits, and it is the one goroutine Run does not wait for.
 func (r *Relay) startFlyd() (*started, error) {
 	p := paths.Paths{StateDir: r.cfg.StateDir, Socket: r.cfg.Socket}
-	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("start flyd: %w", err)
-	}
 	logf, err := os.OpenFile(p.Log(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start flyd: %w", err)

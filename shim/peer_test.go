@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ import (
 //	                     replies
 //	drop (notification)  closes the connection without a close frame
 //	goaway (notification) closes it with StatusGoingAway
+//	resources/subscribe  replies with an error when params.uri starts
+//	                     with "bad:"
+//	initialize           in the first session, never replies if hangInit
 //	anything else        requests get {"result":{"method":M}}
 //
 // A batch gets a batch of the replies to its requests.
@@ -39,6 +43,8 @@ type peer struct {
 	header http.Header
 	// status, if set, refuses the upgrade with that HTTP status.
 	status int
+	// hangInit makes the first session leave initialize unanswered.
+	hangInit bool
 
 	ctx    context.Context // ends every session
 	cancel context.CancelFunc
@@ -47,13 +53,26 @@ type peer struct {
 	mu       sync.Mutex
 	requests []http.Header // upgrade requests seen
 	received []string      // methods received, in order ("" for others)
+	msgs     []peerRecord  // the same, with more detail
 	closed   []websocket.StatusCode
-	sessions chan struct{} // receives when a session ends
+	nsess    int                          // sessions accepted so far
+	conns    map[*websocket.Conn]struct{} // sessions open now
+	srv      *http.Server                 // serving now; nil while down
+	served   chan struct{}                // closed when srv's Serve returns
+	sessions chan struct{}                // receives when a session ends
+}
+
+// peerRecord is one message the peer received.
+type peerRecord struct {
+	session int    // 1 for the first session
+	method  string // "" for a response
+	id      string // as sent, "" for a notification
+	uri     string // params.uri
 }
 
 func newPeer() *peer {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &peer{ctx: ctx, cancel: cancel, sessions: make(chan struct{}, 100)}
+	return &peer{ctx: ctx, cancel: cancel, sessions: make(chan struct{}, 100), conns: make(map[*websocket.Conn]struct{})}
 }
 
 // startPeer serves p on a new socket in a short temp dir and returns the
@@ -61,23 +80,87 @@ func newPeer() *peer {
 func startPeer(t *testing.T, p *peer) string {
 	t.Helper()
 	sock := filepath.Join(shortTempDir(t), "flyd.sock")
+	p.up(t, sock)
+	t.Cleanup(func() {
+		p.down(t)
+		p.cancel()
+		p.wg.Wait()
+	})
+	return sock
+}
+
+// up serves p on sock, which must not exist.
+func (p *peer) up(t *testing.T, sock string) {
+	t.Helper()
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: p}
 	served := make(chan struct{})
-	go func() {
+	go func() { // owned by the peer: down waits for it
 		defer close(served)
 		srv.Serve(ln)
 	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-		p.cancel()
-		p.wg.Wait()
-	})
-	return sock
+	p.mu.Lock()
+	p.srv, p.served = srv, served
+	p.mu.Unlock()
+}
+
+// down stops serving, as a flyd that exits: the socket goes away and
+// every open session ends without a close frame.
+func (p *peer) down(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	srv, served := p.srv, p.served
+	p.srv = nil
+	p.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	srv.Close()
+	<-served
+	p.dropAll()
+}
+
+// dropAll ends every open session without a close frame.
+func (p *peer) dropAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.CloseNow()
+	}
+}
+
+// waitFor waits until the peer has received a message with method.
+func (p *peer) waitFor(t *testing.T, method string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, received, _ := p.log()
+		for _, m := range received {
+			if m == method {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the peer never received %s (got %q)", method, received)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// records returns what the peer received in session n.
+func (p *peer) records(n int) []peerRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []peerRecord
+	for _, m := range p.msgs {
+		if m.session == n {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // shortTempDir returns a temp dir whose path fits in a sockaddr_un.
@@ -117,15 +200,28 @@ func (p *peer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.wg.Done()
 	defer func() { p.sessions <- struct{}{} }()
 	c.SetReadLimit(-1)
-	p.serve(c)
+	p.mu.Lock()
+	p.nsess++
+	n := p.nsess
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+	}()
+	p.serve(c, n)
 }
 
 type peerMsg struct {
 	ID     json.RawMessage `json:"id,omitempty"`
 	Method string          `json:"method,omitempty"`
+	Params struct {
+		URI string `json:"uri"`
+	} `json:"params"`
 }
 
-func (p *peer) serve(c *websocket.Conn) {
+func (p *peer) serve(c *websocket.Conn, session int) {
 	ctx := p.ctx
 	for {
 		_, b, err := c.Read(ctx)
@@ -149,7 +245,15 @@ func (p *peer) serve(c *websocket.Conn) {
 		for _, m := range msgs {
 			p.mu.Lock()
 			p.received = append(p.received, m.Method)
+			p.msgs = append(p.msgs, peerRecord{session: session, method: m.Method, id: string(m.ID), uri: m.Params.URI})
 			p.mu.Unlock()
+			switch {
+			case m.Method == "initialize" && p.hangInit && session == 1:
+				continue
+			case m.Method == "resources/subscribe" && strings.HasPrefix(m.Params.URI, "bad:"):
+				replies = append(replies, json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32002,"message":"no such resource"}}`, m.ID)))
+				continue
+			}
 			switch m.Method {
 			case "echo":
 				c.Write(ctx, websocket.MessageText, b)
@@ -231,6 +335,7 @@ func TestMain(m *testing.M) {
 //	late  listens after 300ms, serves one session, then exits 0
 //	fail  writes 15 numbered lines and an error to stderr, exits 1
 //	mute  writes one line, never listens, and sleeps
+//	serve listens at once and serves until killed
 func helperFlyd(mode string) int {
 	p, err := paths.Resolve(os.Getenv)
 	if err != nil {
@@ -252,6 +357,15 @@ func helperFlyd(mode string) int {
 		go http.Serve(ln, pr)
 		<-pr.sessions
 		return 0
+	case "serve":
+		os.Remove(p.Socket) // left behind by a killed one
+		ln, err := net.Listen("unix", p.Socket)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		http.Serve(ln, newPeer())
+		return 1
 	case "fail":
 		for i := 1; i <= 15; i++ {
 			fmt.Fprintf(os.Stderr, "flyd: line %02d\n", i)

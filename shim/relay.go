@@ -21,8 +21,32 @@ const (
 	// DefaultStartTimeout bounds dialing and retrying after starting flyd.
 	DefaultStartTimeout = 10 * time.Second
 
+	// DefaultReconnectTimeout bounds how long the relay tries to get a
+	// lost connection back before it gives up.
+	DefaultReconnectTimeout = 60 * time.Second
+
 	// drainTimeout bounds the wait for in-flight replies once stdin ends.
 	drainTimeout = 30 * time.Second
+
+	// restartAfter is how long a reconnect only dials before it starts
+	// flyd itself: a service manager, or a person upgrading flyd by
+	// hand, gets the first chance to bring it back.
+	restartAfter = 2 * time.Second
+
+	// refuseLinger is how long the relay keeps answering the client's
+	// requests with an error once no session with flyd is possible,
+	// unless stdin ends first: the client learns why from a reply to its
+	// request (typically initialize), not only from a closed pipe.
+	refuseLinger = 5 * time.Second
+
+	// The backoff of a reconnect's dials.
+	reconnectFirstBackoff = 50 * time.Millisecond
+	reconnectMaxBackoff   = time.Second
+
+	// Bounds of the queue of client lines read while no connection is up.
+	// When it is full the relay stops reading stdin until one is.
+	maxQueueLines = 1024
+	maxQueueBytes = 64 << 20
 
 	// readLimit is the largest message the shim accepts from flyd.
 	readLimit = 256 << 20
@@ -35,27 +59,42 @@ const (
 
 // Attribute keys of the relay's log records.
 const (
-	keySocket = "socket"
-	keyLog    = "log"
-	keyPID    = "pid"
-	keyBytes  = "bytes"
-	keyLimit  = "limit"
-	keyCount  = "count"
-	keyErr    = "err"
-	keyHeader = "header"
-	keyValue  = "value"
+	keySocket  = "socket"
+	keyLog     = "log"
+	keyPID     = "pid"
+	keyBytes   = "bytes"
+	keyLimit   = "limit"
+	keyCount   = "count"
+	keyErr     = "err"
+	keyHeader  = "header"
+	keyValue   = "value"
+	keyURI     = "uri"
+	keyReason  = "reason"
+	keySubs    = "subscriptions"
+	keyQueued  = "queued"
+	keyElapsed = "elapsed_ms"
+	keyLock    = "lock"
 )
 
 // ErrNotRunning reports that nothing listens on flyd's socket and the
-// relay was not allowed to start flyd (Config.Flyd is nil).
+// relay could not start flyd (Config.Flyd is nil, and Config.Start is nil
+// or failed).
 var ErrNotRunning = errors.New("flyd is not running")
+
+// ErrNoService is what a Config.Start returns when no flyd service is
+// installed: the relay then starts Config.Flyd without a word of warning.
+var ErrNoService = errors.New("no flyd service is installed")
+
+// restartedMessage is the error the client gets for a request that was in
+// flight when the connection to flyd was lost and the relay reconnects.
+const restartedMessage = "flyd restarted; the request was not replayed, send it again"
 
 // Config is what a Relay needs. The caller builds it from flags and the
 // environment; the shim reads neither itself.
 type Config struct {
 	// Socket is flyd's Unix socket and StateDir its state directory
-	// (where a started flyd logs, to flyd.log). Both come from
-	// internal/paths.
+	// (where a started flyd logs, to flyd.log, and where start.lock
+	// serialises starts). Both come from internal/paths.
 	Socket, StateDir string
 
 	// Workspace is the absolute workspace root the session is bound to.
@@ -65,13 +104,28 @@ type Config struct {
 	// wire.EncodeEnv.
 	Env string
 
-	// Flyd is the argv that starts the daemon when none answers, for
-	// example {"/usr/local/bin/flyd", "run"}. Nil means never start one.
+	// Start, if set, is tried first when no daemon answers: typically it
+	// asks the service manager to start an installed flyd service. It
+	// returns once the start is under way (the relay then dials until
+	// StartTimeout), or an error (ErrNoService when there is nothing to
+	// start), in which case the relay starts Flyd. It is called with the
+	// start lock held and a context bounded by StartTimeout.
+	Start func(ctx context.Context) error
+
+	// Flyd is the argv that starts the daemon detached when none answers
+	// and Start did not bring one up, for example
+	// {"/usr/local/bin/flyd", "run"}. Nil means never start one this way.
 	Flyd []string
 
 	// StartTimeout bounds dialing and retrying after a start, and each
 	// WebSocket handshake. Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
+
+	// ReconnectTimeout bounds how long the relay tries to reconnect when
+	// the connection to flyd is lost mid-session. Zero means
+	// DefaultReconnectTimeout; a negative value turns reconnecting off,
+	// so that Run returns when the connection is lost.
+	ReconnectTimeout time.Duration
 
 	// Stdin carries the client's newline-delimited JSON-RPC messages and
 	// Stdout receives flyd's, one per line. Stdout receives nothing else.
@@ -84,12 +138,17 @@ type Config struct {
 }
 
 // Relay relays one MCP client's stdio stream to a flyd session over the
-// Unix socket and back. It is created by New and used by one call to Run.
+// Unix socket and back, reconnecting when flyd goes away. It is created
+// by New and used by one call to Run.
 type Relay struct {
-	cfg          Config
-	log          *slog.Logger
-	out          *lineWriter
-	drainTimeout time.Duration // tests shorten it
+	cfg Config
+	log *slog.Logger
+	out *lineWriter
+
+	// Timings that tests shorten.
+	drainTimeout time.Duration
+	restartAfter time.Duration
+	refuseLinger time.Duration
 
 	// client dials the socket. Its transport is closed by Run.
 	client *http.Client
@@ -100,6 +159,9 @@ func New(cfg Config) *Relay {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
+	if cfg.ReconnectTimeout == 0 {
+		cfg.ReconnectTimeout = DefaultReconnectTimeout
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -109,6 +171,8 @@ func New(cfg Config) *Relay {
 		log:          log,
 		out:          &lineWriter{w: cfg.Stdout},
 		drainTimeout: drainTimeout,
+		restartAfter: restartAfter,
+		refuseLinger: refuseLinger,
 		client:       unixClient(cfg.Socket),
 	}
 }
@@ -119,8 +183,19 @@ func New(cfg Config) *Relay {
 //     written to Stdout (at most 30s, less if flyd goes away), closes the
 //     session normally and returns nil (or Stdin's read error);
 //   - ctx is done: Run closes the session and returns ctx.Err();
-//   - the connection to flyd fails: Run answers every request in flight
-//     with a JSON-RPC error and returns an error.
+//   - no session with flyd is possible (it is not running and cannot be
+//     started, it speaks another protocol version, it did not come back
+//     within ReconnectTimeout): Run answers the requests waiting for flyd,
+//     and for a few seconds any new one, with a JSON-RPC error that says
+//     why, and returns that error.
+//
+// When the connection to flyd is lost mid-session, Run keeps Stdin and
+// Stdout open and reconnects (see Config.ReconnectTimeout). The requests
+// in flight get a JSON-RPC error saying that flyd restarted and are never
+// sent again. On the new connection Run replays the client's initialize
+// (its reply is not written to Stdout), notifications/initialized and
+// every resources/subscribe still in effect; then it sends what the
+// client wrote in the meantime, which it queued.
 //
 // Run blocks until then, and every goroutine it started has ended when it
 // returns, with two exceptions. A flyd it started keeps running, and a
@@ -135,19 +210,39 @@ func (r *Relay) Run(ctx context.Context) error {
 	if t, ok := r.client.Transport.(*http.Transport); ok {
 		defer t.CloseIdleConnections()
 	}
-	c, err := r.connect(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
 	in := startInput(r.cfg.Stdin)
 	defer in.stop()
-	fl := newInflight()
-	// A later change reconnects here when the session reports the
-	// connection lost, replaying initialize and subscriptions.
-	return r.session(ctx, c, in, fl)
+	st := &state{fl: newInflight(), tr: newTracker(r.log)}
+	c, err := r.await(ctx, in, st, r.connect)
+	for {
+		switch {
+		case errors.Is(err, errStdinEnded):
+			return st.stdinErr
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return r.refuse(ctx, in, st, err)
+		}
+		err = r.session(ctx, c, in, st)
+		var lost *lostError
+		var refused *refusedError
+		switch {
+		case errors.As(err, &refused):
+			return r.refuse(ctx, in, st, refused.err)
+		case !errors.As(err, &lost):
+			return err
+		case r.cfg.ReconnectTimeout < 0:
+			return r.lost(lost.err, st.fl)
+		}
+		if err := r.dropped(lost.err, st); err != nil {
+			return err
+		}
+		began := time.Now()
+		c, err = r.await(ctx, in, st, r.redial)
+		if err == nil {
+			r.log.Info("reconnected to flyd", keyElapsed, time.Since(began).Milliseconds(), keyQueued, len(st.queue))
+		}
+	}
 }
 
 // errStdout marks a failed write to Stdout: the client is gone.
@@ -156,17 +251,34 @@ type errStdout struct{ err error }
 func (e *errStdout) Error() string { return "write to stdout: " + e.err.Error() }
 func (e *errStdout) Unwrap() error { return e.err }
 
-// session relays between in and one connection c. It returns when stdin
-// ends and the replies in flight are written, when ctx is done, or when
-// the connection fails; c is closed when it returns.
-func (r *Relay) session(ctx context.Context, c *conn, in *input, fl *inflight) error {
+// lostError is session's error when the connection failed while the
+// client may still send: Run reconnects.
+type lostError struct{ err error }
+
+func (e *lostError) Error() string { return "flyd connection lost: " + lostReason(e.err) }
+func (e *lostError) Unwrap() error { return e.err }
+
+// refusedError is session's error when flyd refused the replayed
+// initialize: no session is possible.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// session relays between in and one connection c: it first replays what
+// st says the lost connection had (initialize, then initialized and the
+// subscriptions once flyd has answered it), then sends the queue, then
+// relays. It returns when stdin ends and the replies in flight are
+// written, when ctx is done, or when the connection fails (a *lostError
+// while the client may still send); c is closed when it returns.
+func (r *Relay) session(ctx context.Context, c *conn, in *input, st *state) error {
 	// The read loop gets its own context, so that cancelling ctx closes
 	// the connection with a close frame (below) rather than abruptly.
 	readCtx, cancelRead := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRead()
 	readDone := make(chan error, 1)
 	// Owner: every return path below waits for readDone.
-	go func() { readDone <- r.fromDaemon(readCtx, c.ws, fl) }()
+	go func() { readDone <- r.fromDaemon(readCtx, c.ws, st) }()
 
 	// closeAndWait closes the connection and waits for the read loop.
 	closeAndWait := func(code websocket.StatusCode, reason string) error {
@@ -174,62 +286,111 @@ func (r *Relay) session(ctx context.Context, c *conn, in *input, fl *inflight) e
 		cancelRead()
 		return <-readDone
 	}
+	// sendFailed ends the session after a failed write to flyd or Stdout.
+	sendFailed := func(err error) error {
+		var se *errStdout
+		switch {
+		case errors.As(err, &se):
+			closeAndWait(websocket.StatusGoingAway, "client going away")
+			return err
+		case ctx.Err() != nil:
+			closeAndWait(websocket.StatusGoingAway, "client going away")
+			return ctx.Err()
+		}
+		c.ws.CloseNow()
+		<-readDone
+		return &lostError{err}
+	}
 
-	var stdinErr error
+	// The replay: until flyd has answered the initialize, gate is set
+	// and stdin waits.
+	msg, gate := st.tr.startReplay()
+	var timeout <-chan time.Time
+	if msg != nil {
+		if err := c.ws.Write(ctx, websocket.MessageText, msg); err != nil {
+			return sendFailed(err)
+		}
+		timer := time.NewTimer(r.cfg.StartTimeout)
+		defer timer.Stop()
+		timeout = timer.C
+	} else if err := r.flush(ctx, c, st); err != nil {
+		return sendFailed(err)
+	}
+
 loop:
 	for {
+		var lines <-chan line
+		if gate == nil {
+			if st.ended {
+				break loop
+			}
+			lines = in.lines
+		}
 		select {
 		case <-ctx.Done():
 			closeAndWait(websocket.StatusGoingAway, "client going away")
 			return ctx.Err()
 		case err := <-readDone:
 			closeAfterRead(c.ws, err)
-			return r.lost(err, fl)
-		case l := <-in.lines:
+			var se *errStdout
+			if errors.As(err, &se) {
+				return err
+			}
+			return &lostError{err}
+		case err := <-gate:
+			gate, timeout = nil, nil
+			if err != nil {
+				closeAndWait(websocket.StatusPolicyViolation, "initialize refused")
+				return &refusedError{fmt.Errorf("flyd refused the client's initialize when the shim replayed it after a reconnect: %w", err)}
+			}
+			msgs, subs := st.tr.finishReplay()
+			for _, m := range msgs {
+				if err := c.ws.Write(ctx, websocket.MessageText, m); err != nil {
+					return sendFailed(err)
+				}
+			}
+			r.log.Info("replayed the session on the new connection", keySubs, subs, keyQueued, len(st.queue))
+			if err := r.flush(ctx, c, st); err != nil {
+				return sendFailed(err)
+			}
+		case <-timeout:
+			c.ws.CloseNow()
+			<-readDone
+			return &lostError{fmt.Errorf("flyd did not answer the replayed initialize within %v", r.cfg.StartTimeout)}
+		case l := <-lines:
 			if l.b != nil {
-				err := r.toDaemon(ctx, c, fl, l.b)
+				err := r.toDaemon(ctx, c, st, l.b)
 				in.recycle(l.b)
-				var se *errStdout
-				switch {
-				case errors.As(err, &se):
-					closeAndWait(websocket.StatusGoingAway, "client going away")
-					return err
-				case err != nil && ctx.Err() != nil:
-					closeAndWait(websocket.StatusGoingAway, "client going away")
-					return ctx.Err()
-				case err != nil:
-					c.ws.CloseNow()
-					<-readDone
-					return r.lost(err, fl)
+				if err != nil {
+					return sendFailed(err)
 				}
 			}
 			if l.err != nil {
-				if l.err != io.EOF {
-					stdinErr = fmt.Errorf("read stdin: %w", l.err)
-				}
+				st.end(l.err)
 				break loop
 			}
 		}
 	}
 
-	// Stdin ended: wait for the replies in flight, then close.
+	// Stdin ended: wait for the replies in flight, then close. Were the
+	// connection lost now, nothing would be left to send on a new one.
 	timer := time.NewTimer(r.drainTimeout)
 	defer timer.Stop()
 	select {
-	case <-fl.idle():
+	case <-st.fl.idle():
 	case err := <-readDone:
 		closeAfterRead(c.ws, err)
 		var se *errStdout
-		if errors.As(err, &se) || fl.len() > 0 {
-			return r.lost(err, fl)
+		if errors.As(err, &se) || st.fl.len() > 0 {
+			return r.lost(err, st.fl)
 		}
-		return stdinErr
+		return st.stdinErr
 	case <-timer.C:
 		// Close first, so that no late reply races the error replies.
 		closeAndWait(websocket.StatusNormalClosure, "")
-		n := fl.fail(fmt.Sprintf("flyd did not reply within %v after the client closed its input", r.drainTimeout), r.out)
+		n := st.fl.fail(fmt.Sprintf("flyd did not reply within %v after the client closed its input", r.drainTimeout), r.out, "")
 		r.log.Warn("gave up waiting for flyd's replies", keyCount, n)
-		return stdinErr
+		return st.stdinErr
 	case <-ctx.Done():
 		closeAndWait(websocket.StatusGoingAway, "client going away")
 		return ctx.Err()
@@ -239,7 +400,26 @@ loop:
 	if errors.As(err, &se) {
 		return err
 	}
-	return stdinErr
+	return st.stdinErr
+}
+
+// flush sends the queued client lines on c, oldest first. A line stays
+// queued until it has been handed to toDaemon.
+func (r *Relay) flush(ctx context.Context, c *conn, st *state) error {
+	for len(st.queue) > 0 {
+		b := st.queue[0]
+		st.queue[0] = nil
+		st.queue = st.queue[1:]
+		st.queued -= len(b)
+		if msgs, _, err := classify(b); err == nil {
+			st.requests -= len(requestIDs(msgs))
+		}
+		if err := r.toDaemon(ctx, c, st, b); err != nil {
+			return err
+		}
+	}
+	st.queue, st.queued, st.requests = nil, 0, 0
+	return nil
 }
 
 // closeAfterRead closes ws once its read loop has ended with err: with a
@@ -263,7 +443,7 @@ func (r *Relay) lost(err error, fl *inflight) error {
 		return err
 	}
 	reason := lostReason(err)
-	n := fl.fail("flyd connection lost: "+reason+"; the request may or may not have been carried out", r.out)
+	n := fl.fail("flyd connection lost: "+reason+"; the request may or may not have been carried out", r.out, "")
 	if n > 0 {
 		r.log.Warn("answered requests in flight with an error", keyCount, n)
 	}
@@ -289,7 +469,7 @@ func lostReason(err error) string {
 // oversized lines itself and sends the others to flyd as one text frame.
 // The error is an *errStdout when Stdout failed, otherwise a failure to
 // send.
-func (r *Relay) toDaemon(ctx context.Context, c *conn, fl *inflight, line []byte) error {
+func (r *Relay) toDaemon(ctx context.Context, c *conn, st *state, line []byte) error {
 	msgs, batch, err := classify(line)
 	if err != nil {
 		r.log.Warn("answered a line that is not JSON with a parse error", keyBytes, len(line), keyErr, err)
@@ -305,16 +485,18 @@ func (r *Relay) toDaemon(ctx context.Context, c *conn, fl *inflight, line []byte
 	// Track before sending, so that a fast reply finds its request.
 	for _, m := range msgs {
 		if m.kind() == kindRequest {
-			fl.add(m.ID)
+			st.fl.add(m.ID)
 		}
 	}
+	st.tr.sent(line, msgs, batch)
 	return c.ws.Write(ctx, websocket.MessageText, line)
 }
 
 // fromDaemon writes each message flyd sends to Stdout until the
-// connection fails, and clears the requests those messages answer. It
-// returns the read error, or an *errStdout.
-func (r *Relay) fromDaemon(ctx context.Context, ws *websocket.Conn, fl *inflight) error {
+// connection fails, and clears the requests those messages answer.
+// Replies to the requests the shim replayed on its own are not written.
+// It returns the read error, or an *errStdout.
+func (r *Relay) fromDaemon(ctx context.Context, ws *websocket.Conn, st *state) error {
 	var buf, scratch bytes.Buffer
 	for {
 		_, rd, err := ws.Reader(ctx)
@@ -330,14 +512,19 @@ func (r *Relay) fromDaemon(ctx context.Context, ws *websocket.Conn, fl *inflight
 			r.log.Error("dropped a message from flyd that is not JSON", keyBytes, buf.Len(), keyErr, err)
 			continue
 		}
-		if err := r.out.writeLine(line); err != nil {
-			return err
+		// outLine has checked line is JSON, so classify succeeds.
+		msgs, batch, _ := classify(line)
+		swallow := st.tr.received(line, msgs, batch)
+		// Clear before writing: once the client has the reply it may
+		// reuse the id, and its next request must stay in flight.
+		for _, m := range msgs {
+			if m.kind() == kindResponse {
+				st.fl.done(m.ID)
+			}
 		}
-		if msgs, _, err := classify(line); err == nil {
-			for _, m := range msgs {
-				if m.kind() == kindResponse {
-					fl.done(m.ID)
-				}
+		if !swallow {
+			if err := r.out.writeLine(line); err != nil {
+				return err
 			}
 		}
 		if buf.Cap() > keepBuffer {
@@ -376,6 +563,13 @@ func (lw *lineWriter) writeLine(b []byte) error {
 	if err != nil {
 		lw.err = &errStdout{err}
 	}
+	return lw.err
+}
+
+// failed returns the error of the failed write to Stdout, if any.
+func (lw *lineWriter) failed() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
 	return lw.err
 }
 
@@ -436,13 +630,18 @@ func (f *inflight) idle() <-chan struct{} {
 	return ch
 }
 
-// fail answers every request in flight with an internal error carrying
-// msg, written to out, and forgets them. It returns how many there were.
-// The caller must make sure no reply from flyd can still be written.
-func (f *inflight) fail(msg string, out *lineWriter) int {
+// fail answers every request in flight but the one whose idKey is keep
+// (none if keep is "") with an internal error carrying msg, written to
+// out, and forgets them. It returns how many there were. The caller must
+// make sure no reply from flyd can still be written.
+func (f *inflight) fail(msg string, out *lineWriter, keep string) int {
 	f.mu.Lock()
 	ids := f.ids
 	f.ids = make(map[string]json.RawMessage)
+	if id, ok := ids[keep]; ok && keep != "" {
+		f.ids[keep] = id
+		delete(ids, keep)
+	}
 	f.signalLocked()
 	f.mu.Unlock()
 	for _, id := range ids {

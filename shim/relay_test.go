@@ -37,6 +37,7 @@ type harness struct {
 	done   chan error
 	err    error
 	ended  bool
+	logs   *syncBuffer // the relay's log, when the test did not set one
 }
 
 // newHarness returns a harness whose relay is configured but not running;
@@ -52,12 +53,13 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	cfg.Stdin, cfg.Stdout = inR, outW
+	logs := &syncBuffer{}
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
+		cfg.Log = slog.New(slog.NewTextHandler(io.MultiWriter(tWriter{t}, logs), nil))
 	}
 	h := &harness{
 		t: t, relay: New(cfg), stdin: inW, stdout: outR,
-		out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1),
+		out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1), logs: logs,
 	}
 	t.Cleanup(func() {
 		if h.cancel != nil {
@@ -95,6 +97,17 @@ func (h *harness) send(line string) {
 	h.t.Helper()
 	if _, err := h.stdin.WriteString(line + "\n"); err != nil {
 		h.t.Fatalf("write stdin: %v", err)
+	}
+}
+
+// waitLog waits until the relay has logged a message containing msg.
+func (h *harness) waitLog(msg string) {
+	h.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(h.logs.String(), msg); {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the relay never logged %q", msg)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -420,6 +433,7 @@ func TestRelayVersionMismatch(t *testing.T) {
 		{"older flyd", map[string][]string{wire.HeaderVersion: {"0.0.1 protocol=0"}}, 0, "upgrade flyd"},
 		{"no header", map[string][]string{}, 0, "upgrade flyd"},
 		{"refused, newer flyd", map[string][]string{wire.HeaderVersion: {"9.0.0 protocol=99"}}, 426, "upgrade flyctl"},
+		{"412 from flyd", nil, 412, "412 Precondition Failed: refused by the test"},
 		{"refused", nil, 403, "refused the session: 403 Forbidden: refused by the test"},
 	}
 	for _, tt := range tests {
@@ -428,6 +442,13 @@ func TestRelayVersionMismatch(t *testing.T) {
 			p.header, p.status = tt.header, tt.status
 			sock := startPeer(t, p)
 			h := startRelay(t, Config{Socket: sock})
+			// The client hears why, in the reply to its initialize.
+			h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+			r := h.readReply()
+			if string(r.ID) != "1" || r.Error == nil || r.Error.Code != -32603 || !strings.Contains(r.Error.Message, tt.wantErr) {
+				t.Errorf("reply to initialize = %s, want a -32603 error containing %q", r.raw, tt.wantErr)
+			}
+			h.closeStdin()
 			err := h.wait()
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tt.wantErr)
@@ -436,6 +457,35 @@ func TestRelayVersionMismatch(t *testing.T) {
 			checkGoroutines(t)
 		})
 	}
+}
+
+// TestRelayRefusalLingers: with no session possible and a client that
+// keeps its stdin open, the relay answers for refuseLinger, then exits.
+func TestRelayRefusalLingers(t *testing.T) {
+	p := newPeer()
+	p.header = map[string][]string{wire.HeaderVersion: {"9.0.0 protocol=99"}}
+	sock := startPeer(t, p)
+	h := newHarness(t, Config{Socket: sock})
+	h.relay.refuseLinger = 300 * time.Millisecond
+	h.start()
+	h.send(`{"jsonrpc":"2.0","id":"a","method":"initialize","params":{}}`)
+	h.send(`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	if r := h.readReply(); string(r.ID) != `"a"` || r.Error == nil || !strings.Contains(r.Error.Message, "upgrade flyctl") {
+		t.Errorf("reply = %s, want the version error for \"a\"", r.raw)
+	}
+	var batch []rpcReply
+	if b := h.readLine(); json.Unmarshal(b, &batch) != nil || len(batch) != 1 || string(batch[0].ID) != "2" || batch[0].Error == nil {
+		t.Errorf("reply to a batch = %s, want a batch of one error for id 2", b)
+	}
+	start := time.Now()
+	if err := h.wait(); err == nil || !strings.Contains(err.Error(), "upgrade flyctl") {
+		t.Errorf("Run = %v, want the version error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run lingered %v, want about 300ms", d)
+	}
+	h.expectEOF()
+	checkGoroutines(t)
 }
 
 func TestRelayNoDaemon(t *testing.T) {
@@ -455,6 +505,11 @@ func TestRelayNoDaemon(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
 			h := startRelay(t, Config{Socket: sock, StateDir: filepath.Join(dir, "state")})
+			h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+			if r := h.readReply(); r.Error == nil || !strings.Contains(r.Error.Message, "flyd is not running: nothing listens on "+sock) {
+				t.Errorf("reply = %s, want an error saying flyd is not running", r.raw)
+			}
+			h.closeStdin()
 			err := h.wait()
 			if !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), sock) {
 				t.Errorf("Run = %v, want ErrNotRunning naming %s", err, sock)
@@ -470,6 +525,8 @@ func TestRelayNoDaemon(t *testing.T) {
 	}
 }
 
+// TestRelayConnectionLost: with reconnecting turned off, a lost
+// connection ends Run and the requests in flight get an error.
 func TestRelayConnectionLost(t *testing.T) {
 	tests := []struct{ how, wantReason string }{
 		{"drop", "closed unexpectedly"},
@@ -478,7 +535,7 @@ func TestRelayConnectionLost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.how, func(t *testing.T) {
 			sock := startPeer(t, newPeer())
-			h := startRelay(t, Config{Socket: sock})
+			h := startRelay(t, Config{Socket: sock, ReconnectTimeout: -1})
 			h.send(`{"jsonrpc":"2.0","id":"h1","method":"hang"}`)
 			h.send(`{"jsonrpc":"2.0","id":2,"method":"hang"}`)
 			h.send(`{"jsonrpc":"2.0","method":"` + tt.how + `"}`)
@@ -608,6 +665,11 @@ func TestAutostartExits(t *testing.T) {
 	os.WriteFile(filepath.Join(state, "flyd.log"), []byte("an earlier run\n"), 0o600)
 	start := time.Now()
 	h := startRelay(t, Config{Socket: sock, StateDir: state, Flyd: flyd, StartTimeout: 10 * time.Second})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	if r := h.readReply(); r.Error == nil || !strings.Contains(r.Error.Message, "flyd exited (exit status 1)") {
+		t.Errorf("reply = %s, want an error saying flyd exited", r.raw)
+	}
+	h.closeStdin()
 	err := h.wait()
 	if err == nil {
 		t.Fatal("Run = nil, want an error")
@@ -636,6 +698,11 @@ func TestAutostartTimeout(t *testing.T) {
 	flyd := setHelperEnv(t, "mute", sock, state)
 	start := time.Now()
 	h := startRelay(t, Config{Socket: sock, StateDir: state, Flyd: flyd, StartTimeout: 700 * time.Millisecond})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	if r := h.readReply(); r.Error == nil || !strings.Contains(r.Error.Message, "flyd did not answer on "+sock) {
+		t.Errorf("reply = %s, want an error saying flyd did not answer", r.raw)
+	}
+	h.closeStdin()
 	err := h.wait()
 	want := "flyd did not answer on " + sock + " within 700ms; its log is " + filepath.Join(state, "flyd.log")
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "flyd: opening fly.db") {

@@ -7,7 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -27,10 +31,16 @@ stdout carries only the protocol; diagnostics go to stderr.
 The session is bound to the workspace root (the current directory unless
 --workspace is given) and passes on PATH, FLUTTER_ROOT, ANDROID_HOME,
 ANDROID_SDK_ROOT, JAVA_HOME, PUB_CACHE and HOME for the flutter processes
-it starts. If no flyd answers, it starts one in the background (the flyd
-binary next to flyctl, else on PATH, or the one given with --flyd PATH);
-that flyd keeps running after the editor exits and logs to flyd.log in
-the state directory.
+it starts. If no flyd answers, it starts one: the flyd user service if
+'flyctl service install' installed it, else flyd in the background (the
+flyd binary next to flyctl, else on PATH, or the one given with
+--flyd PATH), which keeps running after the editor exits and logs to
+flyd.log in the state directory. Shims starting together start one flyd.
+
+If flyd restarts mid-session (a crash, an upgrade), the shim reconnects
+and restores the session (initialize, subscriptions) without the editor
+noticing, except that requests in flight at that moment fail with an
+error saying so; they are not sent again.
 
 Flags:
 %s
@@ -40,6 +50,9 @@ Examples:
 
   # For a given project:
   flyctl mcp --workspace ~/src/my_app
+
+  # Exit when flyd goes away instead of reconnecting:
+  flyctl mcp --reconnect-timeout 0
 
   # With a flyd that is not installed next to flyctl or on PATH:
   flyctl mcp --flyd ~/go/bin/flyd --start-timeout 30s
@@ -54,6 +67,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	workspace := fs.String("workspace", "", "workspace root the session is bound to (default: the current directory)")
 	flydPath := fs.String("flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
 	startTimeout := fs.Duration("start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
+	reconnectTimeout := fs.Duration("reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
 	if err := fs.MarkHidden("flyd"); err != nil {
 		return err
 	}
@@ -69,6 +83,13 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 	if *startTimeout <= 0 {
 		return usagef("mcp: --start-timeout must be positive, got %v", *startTimeout)
+	}
+	if *reconnectTimeout < 0 {
+		return usagef("mcp: --reconnect-timeout must not be negative, got %v", *reconnectTimeout)
+	}
+	reconnect := *reconnectTimeout
+	if reconnect == 0 {
+		reconnect = -1 // shim.Config: never reconnect
 	}
 
 	root, err := workspaceRoot(*workspace)
@@ -93,22 +114,107 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	relay := shim.New(shim.Config{
-		Socket:       p.Socket,
-		StateDir:     p.StateDir,
-		Workspace:    root,
-		Env:          wire.EncodeEnv(getenv),
-		Flyd:         argv,
-		StartTimeout: *startTimeout,
-		Stdin:        stdin,
-		Stdout:       stdout,
-		Log:          log,
+		Socket:           p.Socket,
+		StateDir:         p.StateDir,
+		Workspace:        root,
+		Env:              wire.EncodeEnv(getenv),
+		Start:            serviceStarter(getenv, flyd != ""),
+		Flyd:             argv,
+		StartTimeout:     *startTimeout,
+		ReconnectTimeout: reconnect,
+		Stdin:            stdin,
+		Stdout:           stdout,
+		Log:              log,
 	})
-	err = relay.Run(ctx)
-	if errors.Is(err, shim.ErrNotRunning) && flyd == "" {
-		return fmt.Errorf("%w, and flyctl cannot start it: no flyd binary next to flyctl or on PATH; "+
-			"install flyd there, pass --flyd PATH, or start it yourself with 'flyd run'", err)
+	return relay.Run(ctx)
+}
+
+// The flyd user service as "flyctl service install" names it.
+const (
+	serviceUnit  = "flyd.service" // systemd --user
+	serviceLabel = "dev.fly.flyd" // launchd agent
+)
+
+// serviceStarter returns the shim's Config.Start: start the installed
+// flyd user service (see startService). When there is none and flyctl
+// has no flyd binary to start either (haveFlyd), its error says what to
+// do.
+func serviceStarter(getenv func(string) string, haveFlyd bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := startService(ctx, getenv)
+		if errors.Is(err, shim.ErrNoService) && !haveFlyd {
+			return fmt.Errorf("%w, and there is no flyd binary next to flyctl or on PATH; "+
+				"install flyd there, pass --flyd PATH, or start it yourself with 'flyd run'", err)
+		}
+		return err
 	}
-	return err
+}
+
+// startService asks the service manager to start the flyd user service,
+// if one is installed: on Linux a systemd user unit (in
+// $XDG_CONFIG_HOME/systemd/user, else ~/.config/systemd/user), started
+// with "systemctl --user start"; on macOS a LaunchAgent in
+// ~/Library/LaunchAgents, started with "launchctl kickstart". It returns
+// once the service manager has answered, wrapping shim.ErrNoService when
+// there is no service to start. The service serves the default paths, so
+// it is not used when FLY_SOCKET or FLY_STATE_DIR point elsewhere.
+func startService(ctx context.Context, getenv func(string) string) error {
+	if getenv(paths.EnvSocket) != "" || getenv(paths.EnvStateDir) != "" {
+		return fmt.Errorf("%w for the paths %s and %s set", shim.ErrNoService, paths.EnvSocket, paths.EnvStateDir)
+	}
+	home := getenv("HOME")
+	var unit string
+	var argv []string
+	switch runtime.GOOS {
+	case "linux":
+		dir := getenv("XDG_CONFIG_HOME")
+		if !filepath.IsAbs(dir) {
+			if home == "" {
+				return shim.ErrNoService
+			}
+			dir = filepath.Join(home, ".config")
+		}
+		unit = filepath.Join(dir, "systemd", "user", serviceUnit)
+		argv = []string{"systemctl", "--user", "start", serviceUnit}
+	case "darwin":
+		if home == "" {
+			return shim.ErrNoService
+		}
+		unit = filepath.Join(home, "Library", "LaunchAgents", serviceLabel+".plist")
+		argv = []string{"launchctl", "kickstart", "gui/" + strconv.Itoa(os.Getuid()) + "/" + serviceLabel}
+	default:
+		return shim.ErrNoService
+	}
+	if _, err := os.Stat(unit); err != nil {
+		return fmt.Errorf("%w (no %s)", shim.ErrNoService, unit)
+	}
+	bin := lookPath(argv[0], getenv)
+	if bin == "" {
+		return fmt.Errorf("start the flyd service %s: %s is not on PATH", unit, argv[0])
+	}
+	out, err := exec.CommandContext(ctx, bin, argv[1:]...).CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 500 {
+			msg = msg[:500] + "…"
+		}
+		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, msg)
+	}
+	return nil
+}
+
+// lookPath finds an executable named name in the absolute directories of
+// PATH as getenv gives it, or returns "".
+func lookPath(name string, getenv func(string) string) string {
+	for _, d := range filepath.SplitList(getenv("PATH")) {
+		if !filepath.IsAbs(d) {
+			continue // like os/exec, never run a binary found relative to the cwd
+		}
+		if p := filepath.Join(d, name); checkExecutable(p) == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 // workspaceRoot resolves the --workspace flag (the current directory
@@ -171,15 +277,7 @@ func findFlyd(flag string, getenv func(string) string) (string, error) {
 			}
 		}
 	}
-	for _, d := range filepath.SplitList(getenv("PATH")) {
-		if !filepath.IsAbs(d) {
-			continue // like os/exec, never run a binary found relative to the cwd
-		}
-		if p := filepath.Join(d, "flyd"); checkExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", nil
+	return lookPath("flyd", getenv), nil
 }
 
 // checkExecutable reports whether path is a regular file someone may run.

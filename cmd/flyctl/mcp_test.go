@@ -3,18 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
 
 	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/shim"
 )
 
 // mcpTempDir returns a temp dir short enough for a socket path.
@@ -72,6 +76,7 @@ func TestMCPUsageErrors(t *testing.T) {
 		{[]string{"--workspace", file}, "is not a directory"},
 		{[]string{"--start-timeout", "0s"}, "must be positive"},
 		{[]string{"--start-timeout", "soon"}, "--start-timeout"},
+		{[]string{"--reconnect-timeout", "-1s"}, "must not be negative"},
 		{[]string{"--flyd", file}, "is not executable"},
 		{[]string{"--flyd", filepath.Join(dir, "missing")}, "no such file"},
 	}
@@ -97,7 +102,8 @@ func TestMCPNoFlyd(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"mcp", "--workspace", dir}, mcpEnv(dir, "PATH", ""),
 		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`+"\n"), &stdout, &stderr)
-	for _, want := range []string{"flyd is not running", filepath.Join(dir, "flyd.sock"), "no flyd binary", "--flyd PATH", "flyd run"} {
+	wants := []string{"flyd is not running", filepath.Join(dir, "flyd.sock"), "no flyd binary", "--flyd PATH", "flyd run"}
+	for _, want := range wants {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("flyctl mcp without flyd = %v, want an error containing %q", err, want)
 		}
@@ -105,8 +111,100 @@ func TestMCPNoFlyd(t *testing.T) {
 	if code := exitCode(err, &stderr); code != 1 {
 		t.Errorf("flyctl mcp without flyd exits %d, want 1", code)
 	}
-	if stdout.Len() > 0 {
-		t.Errorf("flyctl mcp wrote %q to stdout, want nothing", stdout.String())
+	// The client learns the same from the reply to its initialize.
+	var reply struct {
+		ID    int `json:"id"`
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &reply); err != nil || reply.ID != 1 {
+		t.Fatalf("stdout = %q, want one error reply to id 1 (%v)", stdout.String(), err)
+	}
+	for _, want := range wants {
+		if !strings.Contains(reply.Error.Message, want) {
+			t.Errorf("error reply %q does not contain %q", reply.Error.Message, want)
+		}
+	}
+}
+
+// fakeServiceManager installs an executable name in a new directory that
+// records its arguments in a file and exits with code; it returns the
+// directory and the file.
+func fakeServiceManager(t *testing.T, name string, code int) (dir, calls string) {
+	t.Helper()
+	dir = t.TempDir()
+	calls = filepath.Join(dir, "calls")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$@\" >> %q\necho 'Failed to connect to bus' >&2\nexit %d\n", calls, code)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, calls
+}
+
+func TestStartService(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the service manager below is systemd's")
+	}
+	home := t.TempDir()
+	unit := filepath.Join(home, ".config", "systemd", "user", "flyd.service")
+	xdg := t.TempDir()
+	xdgUnit := filepath.Join(xdg, "systemd", "user", "flyd.service")
+	for _, tt := range []struct {
+		name      string
+		units     []string
+		env       []string
+		code      int
+		wantCalls string
+		wantErr   string // "" for success; ErrNoService is checked by name
+	}{
+		{"no unit", nil, nil, 0, "", "no flyd service is installed"},
+		{"unit", []string{unit}, nil, 0, "--user start flyd.service\n", ""},
+		{"XDG_CONFIG_HOME", []string{xdgUnit}, []string{"XDG_CONFIG_HOME", xdg}, 0, "--user start flyd.service\n", ""},
+		{"XDG_CONFIG_HOME without the unit", []string{unit}, []string{"XDG_CONFIG_HOME", xdg}, 0, "", "no flyd service is installed"},
+		{"systemctl fails", []string{unit}, nil, 1, "--user start flyd.service\n", "systemctl --user start flyd.service: exit status 1: Failed to connect to bus"},
+		{"paths overridden", []string{unit}, []string{"FLY_SOCKET", "/tmp/x.sock"}, 0, "", "no flyd service is installed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.RemoveAll(filepath.Join(home, ".config"))
+			os.RemoveAll(filepath.Join(xdg, "systemd"))
+			for _, u := range tt.units {
+				os.MkdirAll(filepath.Dir(u), 0o755)
+				os.WriteFile(u, []byte("[Unit]\n"), 0o644)
+			}
+			bin, calls := fakeServiceManager(t, "systemctl", tt.code)
+			vars := map[string]string{"HOME": home, "PATH": "relative:" + bin}
+			for i := 0; i+1 < len(tt.env); i += 2 {
+				vars[tt.env[i]] = tt.env[i+1]
+			}
+			err := startService(context.Background(), func(k string) string { return vars[k] })
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("startService = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("startService = %v, want an error containing %q", err, tt.wantErr)
+			case strings.HasPrefix(tt.wantErr, "no flyd service") && !errors.Is(err, shim.ErrNoService):
+				t.Errorf("startService = %v, want shim.ErrNoService", err)
+			}
+			got, _ := os.ReadFile(calls)
+			if string(got) != tt.wantCalls {
+				t.Errorf("systemctl called with %q, want %q", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// TestServiceStarter: with no service and no flyd binary, the error says
+// what to do; with a flyd binary, the shim falls back to it.
+func TestServiceStarter(t *testing.T) {
+	getenv := func(k string) string { return map[string]string{"HOME": t.TempDir()}[k] }
+	err := serviceStarter(getenv, false)(context.Background())
+	if !errors.Is(err, shim.ErrNoService) || !strings.Contains(err.Error(), "pass --flyd PATH") {
+		t.Errorf("starter without flyd = %v, want ErrNoService with a hint", err)
+	}
+	err = serviceStarter(getenv, true)(context.Background())
+	if !errors.Is(err, shim.ErrNoService) || strings.Contains(err.Error(), "--flyd") {
+		t.Errorf("starter with flyd = %v, want a plain ErrNoService", err)
 	}
 }
 
