@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -37,30 +41,91 @@ func newClient(getenv func(string) string) (*client, error) {
 	}}}, nil
 }
 
-// getJSON fetches route from flyd into v, turning dial failures and
-// version mismatches into errors with a hint.
-func (c *client) getJSON(ctx context.Context, route string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://flyd"+route, nil)
+// errNoDaemon is a dial failure: nothing listens on the socket. A log
+// follow that lost its daemon retries on it.
+var errNoDaemon = errors.New("flyd is not running")
+
+// apiError is an error answer of flyd's HTTP API.
+type apiError struct {
+	status int
+	msg    string
+	hint   string
+}
+
+func (e *apiError) Error() string {
+	if e.hint != "" {
+		return e.msg + "; " + e.hint
+	}
+	return e.msg
+}
+
+// do sends method route?query to flyd and returns the response of a 2xx
+// answer, whose body the caller closes. Dial failures, a daemon of another
+// protocol and error answers become errors with a hint; it is the one
+// place that does so.
+func (c *client) do(ctx context.Context, method, route string, query url.Values) (*http.Response, error) {
+	u := "http://flyd" + route
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set(wire.HeaderVersion, wire.VersionHeader())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("flyd is not running (no daemon on %s); start it with: flyd run", c.socket)
+			return nil, fmt.Errorf("%w (no daemon on %s); try: flyctl service start, or run it in the foreground with: flyd run", errNoDaemon, c.socket)
 		}
-		return fmt.Errorf("reach flyd on %s: %w", c.socket, err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("reach flyd on %s: %w", c.socket, err)
 	}
-	defer resp.Body.Close()
 	if err := wire.CheckPeer("flyctl", "flyd", resp.Header.Get(wire.HeaderVersion)); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
+		e := &apiError{status: resp.StatusCode}
+		var reply struct {
+			Error string `json:"error"`
+			Hint  string `json:"hint"`
+		}
+		if json.Unmarshal(b, &reply) == nil && reply.Error != "" {
+			e.msg, e.hint = reply.Error, reply.Hint
+		} else if e.msg = strings.TrimSpace(string(b)); e.msg == "" {
+			e.msg = "flyd answered " + resp.Status
+		}
+		return nil, e
+	}
+	return resp, nil
+}
+
+// getJSON fetches route from flyd into v (see do for the errors).
+func (c *client) getJSON(ctx context.Context, route string, v any) error {
+	return c.callJSON(ctx, http.MethodGet, route, nil, v)
+}
+
+// callJSON sends method route?query and decodes the JSON answer into v.
+func (c *client) callJSON(ctx context.Context, method, route string, query url.Values, v any) error {
+	resp, err := c.do(ctx, method, route, query)
+	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("flyd: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("read flyd's answer to %s %s: %w", method, route, err)
 	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return nil
+}
+
+// runRoute fills a run route's {id}.
+func runRoute(route, id string) string {
+	return strings.Replace(route, "{id}", url.PathEscape(id), 1)
 }
 
 // status mirrors daemon.Status; flyctl does not import the daemon.
@@ -72,34 +137,56 @@ type status struct {
 	UptimeSec float64   `json:"uptime_seconds"`
 	Socket    string    `json:"socket"`
 	StateDir  string    `json:"state_dir"`
+	DBBytes   int64     `json:"db_bytes"`
 	Sessions  []struct {
 		ID            string    `json:"id"`
 		ClientName    string    `json:"client_name"`
 		ClientVersion string    `json:"client_version"`
 		Workspace     string    `json:"workspace"`
+		Via           string    `json:"via"`
 		PeerPID       int       `json:"peer_pid"`
 		Since         time.Time `json:"since"`
 		FilesRead     int64     `json:"files_read"`
+		ToolsCalled   int64     `json:"tools_called"`
 	} `json:"sessions"`
 	Workspaces []struct {
 		Root     string `json:"root"`
 		Files    int    `json:"files"`
 		Sessions int    `json:"sessions"`
 	} `json:"workspaces"`
+	Runs []runInfo `json:"runs"` // the live ones
 }
+
+const statusUsage = `Usage:
+  flyctl status [--json]
+
+Shows the daemon's version, pid, uptime, socket, state directory and the
+size of its database, then its workspaces, its MCP sessions (client,
+peer pid, workspace) and its live runs. --json prints flyd's status
+document as is; its fields may grow but never change meaning.
+
+Exits 1 when flyd is not running.
+
+Flags:
+%s
+Examples:
+  flyctl status
+  flyctl status --json | jq '.sessions[].client_name'
+`
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("flyctl status", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the daemon's status as JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: flyctl status [--json]\n\nShows the daemon's version, uptime, sessions and workspaces.\n\nFlags:\n%s\nExamples:\n  flyctl status\n  flyctl status --json | jq .sessions\n", fs.FlagUsages())
-	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, statusUsage, fs.FlagUsages())
 			return nil
 		}
-		return usagef("%v", err)
+		return usagef("status: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("status takes no arguments, got %q", fs.Args())
 	}
 	c, err := newClient(getenv)
 	if err != nil {
@@ -110,25 +197,78 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		if err := c.getJSON(ctx, wire.RouteStatus, &raw); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(stdout, "%s\n", raw)
-		return err
+		return writeIndentedJSON(stdout, raw)
 	}
 	var st status
 	if err := c.getJSON(ctx, wire.RouteStatus, &st); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "flyd %s (protocol %d), pid %d, up %s\n", st.Version, st.Protocol, st.PID, time.Duration(st.UptimeSec*float64(time.Second)).Round(time.Second))
-	fmt.Fprintf(stdout, "socket:    %s\nstate dir: %s\n", st.Socket, st.StateDir)
+	fmt.Fprintf(stdout, "socket:    %s\nstate dir: %s\ndatabase:  %s (%s)\n", st.Socket, st.StateDir, paths.Paths{StateDir: st.StateDir}.DB(), humanBytes(st.DBBytes))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nWORKSPACE\tFILES\tSESSIONS\n")
 	for _, w := range st.Workspaces {
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", w.Root, w.Files, w.Sessions)
 	}
-	fmt.Fprintf(tw, "\nSESSION\tCLIENT\tPEER PID\tFILES READ\tWORKSPACE\n")
+	fmt.Fprintf(tw, "\nSESSION\tCLIENT\tPEER PID\tFILES READ\tTOOLS CALLED\tWORKSPACE\n")
 	for _, s := range st.Sessions {
-		fmt.Fprintf(tw, "%s\t%s %s\t%d\t%d\t%s\n", s.ID, s.ClientName, s.ClientVersion, s.PeerPID, s.FilesRead, s.Workspace)
+		client := strings.TrimSpace(s.ClientName + " " + s.ClientVersion)
+		if client == "" {
+			client = "-"
+		}
+		pid := "-"
+		if s.PeerPID > 0 {
+			pid = strconv.Itoa(s.PeerPID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, client, pid, s.FilesRead, s.ToolsCalled, s.Workspace)
+	}
+	fmt.Fprintf(tw, "\nLIVE RUN\tKIND\tSTATE\tPID\tSTARTED\tROOT\n")
+	now, tty := time.Now(), isTerminal(stdout)
+	for _, r := range st.Runs {
+		pid := "-"
+		if r.PID > 0 {
+			pid = strconv.Itoa(r.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, pid, startedAt(r.StartedAt, now, tty), r.Root)
 	}
 	return tw.Flush()
+}
+
+// humanBytes formats n as a size in KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 2; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMG"[exp])
+}
+
+// writeIndentedJSON writes raw JSON to w indented by two spaces, with a
+// final newline.
+func writeIndentedJSON(w io.Writer, raw []byte) error {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return fmt.Errorf("flyd sent invalid JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// isTerminal reports whether w is a terminal, for colour and relative
+// times; tests and pipes get plain output.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func runVersion(_ context.Context, args []string, _ func(string) string, stdout io.Writer) error {

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/spf13/pflag"
+)
+
+const configUsage = `Usage:
+  flyctl config mcp --client CLIENT [--workspace DIR] [--flyctl PATH] [--write]
+
+Prints the MCP configuration that makes an editor run "flyctl mcp", as a
+whole config file; with --write, merges it into the editor's config file
+instead. CLIENT is one of:
+
+  claude       Claude Desktop: claude_desktop_config.json in
+               ~/.config/Claude (Linux) or ~/Library/Application Support/Claude
+               (macOS). It has no project, so the server gets --workspace DIR
+               (default: the current directory), flyctl's absolute path, and
+               the PATH (and FLUTTER_ROOT, ANDROID_HOME, … when set) of this
+               shell, since Claude Desktop does not start servers from one.
+  claude-code  Claude Code: .mcp.json in the project (DIR), run in the project.
+               "claude mcp add --scope project fly -- flyctl mcp" does the same.
+  cursor       Cursor: .cursor/mcp.json in the project, with ${workspaceFolder}.
+  vscode       VS Code: .vscode/mcp.json in the project ("servers", "type": "stdio").
+
+--write adds or replaces only the "fly" server: other servers and every
+other key are kept (the file is re-indented with two spaces), the file is
+replaced atomically (a temporary file and a rename; a symlink's target is
+written), and a file that is not valid JSON (comments included) is left
+alone with an error. Where the snippet went is reported on stderr.
+
+Flags:
+%s
+Examples:
+  flyctl config mcp --client vscode
+  flyctl config mcp --client cursor --write
+  flyctl config mcp --client claude --workspace ~/src/my_app --write
+`
+
+// mcpClient is an editor that runs MCP servers from a JSON config file.
+type mcpClient struct {
+	name     string
+	key      string // the object of servers: "mcpServers" or "servers"
+	typed    bool   // entries carry "type": "stdio"
+	global   bool   // the file is the user's, not the project's; needs --workspace and an absolute flyctl
+	file     string // relative to the project, for project clients
+	args     []string
+	howToUse string // printed on stderr after the snippet
+}
+
+var mcpClients = []mcpClient{
+	{name: "claude", key: "mcpServers", global: true,
+		howToUse: "restart Claude Desktop to load it"},
+	{name: "claude-code", key: "mcpServers", typed: true, file: ".mcp.json", args: []string{"mcp"},
+		howToUse: "Claude Code asks to approve project servers on its next start; or run: claude mcp add --scope project fly -- flyctl mcp"},
+	{name: "cursor", key: "mcpServers", file: filepath.Join(".cursor", "mcp.json"), args: []string{"mcp", "--workspace", "${workspaceFolder}"},
+		howToUse: "enable it under Cursor Settings > MCP"},
+	{name: "vscode", key: "servers", typed: true, file: filepath.Join(".vscode", "mcp.json"), args: []string{"mcp", "--workspace", "${workspaceFolder}"},
+		howToUse: "start it from the MCP: List Servers command, or from the file's CodeLens"},
+}
+
+func findMCPClient(name string) (mcpClient, bool) {
+	i := slices.IndexFunc(mcpClients, func(c mcpClient) bool { return c.name == name })
+	if i < 0 {
+		return mcpClient{}, false
+	}
+	return mcpClients[i], true
+}
+
+func mcpClientNames() string {
+	names := make([]string, len(mcpClients))
+	for i, c := range mcpClients {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// serverName is the key of flyctl's entry in an editor's servers.
+const serverName = "fly"
+
+// serverEntry is the config of one stdio MCP server, in the order the
+// editors' documentation shows the keys.
+type serverEntry struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+func runConfig(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("config needs a verb: flyctl config mcp --client %s", strings.ReplaceAll(mcpClientNames(), ", ", "|"))
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintf(stdout, configUsage, newConfigFlags(&configOptions{}).FlagUsages())
+		return nil
+	case "mcp":
+		return runConfigMCP(ctx, args[1:], getenv, stdout, stderr)
+	}
+	return usagef("unknown config verb %q; the verb is mcp: flyctl config mcp --client CLIENT", args[0])
+}
+
+type configOptions struct {
+	client    string
+	workspace string
+	flyctl    string
+	write     bool
+}
+
+func newConfigFlags(o *configOptions) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("flyctl config mcp", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.StringVar(&o.client, "client", "", "the editor `CLIENT`: "+mcpClientNames())
+	fs.StringVar(&o.workspace, "workspace", "", "the project `DIR` (default: the current directory)")
+	fs.StringVar(&o.flyctl, "flyctl", "", "the flyctl `PATH` the editor runs (default: flyctl on the editor's PATH; for claude, this flyctl's absolute path)")
+	fs.BoolVar(&o.write, "write", false, "merge the server into the editor's config file instead of printing it")
+	return fs
+}
+
+func runConfigMCP(_ context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var o configOptions
+	fs := newConfigFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, configUsage, fs.FlagUsages())
+			return nil
+		}
+		return usagef("config mcp: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("config mcp takes no arguments, got %q", fs.Args())
+	}
+	if o.client == "" {
+		return usagef("config mcp needs --client: %s", mcpClientNames())
+	}
+	mc, ok := findMCPClient(o.client)
+	if !ok {
+		return usagef("config mcp: unknown --client %q; want one of %s", o.client, mcpClientNames())
+	}
+	dir, err := configDir(o.workspace)
+	if err != nil {
+		return err
+	}
+	entry, err := mc.entry(o.flyctl, dir, getenv)
+	if err != nil {
+		return err
+	}
+	if !o.write {
+		doc, err := marshalIndented(map[string]map[string]serverEntry{mc.key: {serverName: entry}})
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(doc); err != nil {
+			return err
+		}
+		where := "its config file"
+		if name, err := mc.path(dir, getenv); err == nil {
+			where = name
+		}
+		fmt.Fprintf(stderr, "flyctl: merge this into %s (flyctl config mcp --client %s --write does it); then %s\n", where, mc.name, mc.howToUse)
+		return nil
+	}
+	name, err := mc.path(dir, getenv)
+	if err != nil {
+		return err
+	}
+	changed, err := mergeServer(name, mc.key, entry)
+	if err != nil {
+		return err
+	}
+	if !changed {
+		fmt.Fprintf(stderr, "flyctl: %s already has the %q server; nothing to do\n", name, serverName)
+		return nil
+	}
+	fmt.Fprintf(stderr, "flyctl: wrote the %q server to %s; %s\n", serverName, name, mc.howToUse)
+	return nil
+}
+
+// configDir is --workspace (or the current directory), absolute and
+// checked to be a directory.
+func configDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("find the current directory: %w (pass --workspace DIR)", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usagef("config mcp: --workspace: %v", err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", usagef("config mcp: --workspace: %s does not exist", dir)
+	case err != nil:
+		return "", usagef("config mcp: --workspace: %v", err)
+	case !fi.IsDir():
+		return "", usagef("config mcp: --workspace: %s is not a directory", dir)
+	}
+	return abs, nil
+}
+
+// entry is the server config for this client.
+func (mc mcpClient) entry(flyctl, dir string, getenv func(string) string) (serverEntry, error) {
+	e := serverEntry{Command: flyctl, Args: mc.args}
+	if mc.typed {
+		e.Type = "stdio"
+	}
+	if !mc.global {
+		if e.Command == "" {
+			e.Command = "flyctl"
+		}
+		return e, nil
+	}
+	if e.Command == "" {
+		self, err := selfPath(getenv)
+		if err != nil {
+			return e, err
+		}
+		e.Command = self
+	} else if !filepath.IsAbs(e.Command) {
+		abs, err := filepath.Abs(e.Command)
+		if err != nil {
+			return e, usagef("config mcp: --flyctl: %v", err)
+		}
+		e.Command = abs
+	}
+	e.Args = []string{"mcp", "--workspace", dir}
+	for _, k := range wire.EnvNames {
+		if v := getenv(k); v != "" && k != "HOME" {
+			if e.Env == nil {
+				e.Env = map[string]string{}
+			}
+			e.Env[k] = v
+		}
+	}
+	return e, nil
+}
+
+// selfPath is the absolute path of this flyctl, preferring the one on
+// PATH when it is the same file: a stable link (/usr/local/bin/flyctl)
+// outlives the versioned path it points to.
+func selfPath(getenv func(string) string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find flyctl's own path: %w (pass --flyctl PATH)", err)
+	}
+	selfInfo, err := os.Stat(self)
+	if err != nil {
+		return self, nil
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		cand := filepath.Join(dir, "flyctl")
+		if fi, err := os.Stat(cand); err == nil && os.SameFile(fi, selfInfo) {
+			return cand, nil
+		}
+	}
+	if p, err := exec.LookPath(self); err == nil {
+		return p, nil
+	}
+	return self, nil
+}
+
+// path is the config file this client reads.
+func (mc mcpClient) path(dir string, getenv func(string) string) (string, error) {
+	if !mc.global {
+		return filepath.Join(dir, mc.file), nil
+	}
+	home := getenv("HOME")
+	switch runtime.GOOS {
+	case "darwin":
+		if home == "" {
+			return "", errors.New("cannot find Claude Desktop's config: HOME is not set")
+		}
+		return filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json"), nil
+	case "linux":
+		base := getenv("XDG_CONFIG_HOME")
+		if !filepath.IsAbs(base) {
+			if home == "" {
+				return "", errors.New("cannot find Claude Desktop's config: neither XDG_CONFIG_HOME nor HOME is set")
+			}
+			base = filepath.Join(home, ".config")
+		}
+		return filepath.Join(base, "Claude", "claude_desktop_config.json"), nil
+	}
+	return "", fmt.Errorf("flyctl does not know where Claude Desktop keeps its config on %s; paste the snippet that flyctl config mcp --client claude prints into claude_desktop_config.json", runtime.GOOS)
+}
+
+// marshalIndented encodes v with two-space indentation, without HTML
+// escaping, and a final newline.
+func marshalIndented(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// jsonObject is a JSON object that keeps its keys in order and its values as
+// they were written (numbers keep their precision), so that a config file
+// comes back from a merge with only the merged key changed.
+type jsonObject struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+var errNotObject = errors.New("its top level is not a JSON object")
+
+// parseObject reads a JSON object; empty input (or only whitespace) is
+// an empty object, as editors create such files.
+func parseObject(b []byte) (*jsonObject, error) {
+	o := &jsonObject{vals: map[string]json.RawMessage{}}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return o, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errNotObject
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("unexpected %v", tok)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		o.set(key, v) // a repeated key: the last wins, as JavaScript reads it
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("there is more after the top-level object")
+	}
+	return o, nil
+}
+
+func (o *jsonObject) set(key string, v json.RawMessage) {
+	if _, ok := o.vals[key]; !ok {
+		o.keys = append(o.keys, key)
+	}
+	o.vals[key] = v
+}
+
+// marshal writes the object compactly, keys in order.
+func (o *jsonObject) marshal() []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		_ = enc.Encode(k) // a string always encodes
+		b.Truncate(b.Len() - 1)
+		b.WriteByte(':')
+		b.Write(o.vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// mergeServer sets servers key.fly to entry in the config file name,
+// keeping everything else, and reports whether the file changed. It
+// refuses a file that is not a valid JSON object.
+func mergeServer(name, key string, entry serverEntry) (changed bool, err error) {
+	orig, err := os.ReadFile(name)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("read %s: %w", name, err)
+	}
+	refuse := func(why error) error {
+		return fmt.Errorf("%s is not valid JSON for an MCP config (%v); flyctl does not overwrite it: fix it, or add the %q server by hand (drop --write to print it)", name, why, serverName)
+	}
+	doc, err := parseObject(orig)
+	if err != nil {
+		return false, refuse(err)
+	}
+	servers := &jsonObject{vals: map[string]json.RawMessage{}}
+	if raw, ok := doc.vals[key]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if servers, err = parseObject(raw); err != nil {
+			return false, refuse(fmt.Errorf("%q is not an object", key))
+		}
+	}
+	want, err := json.Marshal(entry)
+	if err != nil {
+		return false, err
+	}
+	if have, ok := servers.vals[serverName]; ok && sameJSON(have, want) {
+		return false, nil
+	}
+	servers.set(serverName, want)
+	doc.set(key, servers.marshal())
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc.marshal(), "", "  "); err != nil {
+		return false, fmt.Errorf("merge into %s: %w", name, err)
+	}
+	out.WriteByte('\n')
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return false, fmt.Errorf("write %s: %w", name, err)
+	}
+	// The editor may have written the file meanwhile: do not lose that.
+	now, err := os.ReadFile(name)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("read %s: %w", name, err)
+	}
+	if !bytes.Equal(now, orig) {
+		return false, fmt.Errorf("%s changed while flyctl was merging into it; run the command again", name)
+	}
+	if err := writeFileAtomic(name, out.Bytes(), 0o644); err != nil {
+		return false, fmt.Errorf("write %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// sameJSON reports whether a and b encode the same value.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/spf13/pflag"
+)
+
+// runInfo mirrors daemon.RunInfo, the run record of the HTTP API;
+// flyctl does not import the daemon.
+type runInfo struct {
+	RunID        string    `json:"run_id"`
+	Kind         string    `json:"kind"`
+	State        string    `json:"state"`
+	Argv         []string  `json:"argv"`
+	Root         string    `json:"root"`
+	PID          int       `json:"pid,omitempty"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	AppID        string    `json:"app_id,omitempty"`
+	VMServiceURI string    `json:"vm_service_uri,omitempty"`
+	DTDURI       string    `json:"dtd_uri,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	LogURI       string    `json:"log_uri"`
+}
+
+// live reports whether the run has not ended yet.
+func (r runInfo) live() bool { return r.State == "starting" || r.State == "running" }
+
+// runFailed reports whether an ended run counts as a failure for
+// --exit-status: it failed, was interrupted, or exited non-zero.
+func runFailed(state string, exitCode *int) bool {
+	return state == "failed" || state == "interrupted" || (exitCode != nil && *exitCode != 0)
+}
+
+// outcome describes how a run ended (or that it has not): "exited (exit
+// code 0)", "interrupted", "failed (exit code 1): no device".
+func outcome(state string, exitCode *int, errMsg string) string {
+	s := state
+	if exitCode != nil {
+		code := fmt.Sprintf("exit code %d", *exitCode)
+		s += " (" + code + ")"
+		if errMsg == code {
+			errMsg = "" // flyd's error for a non-zero exit says no more
+		}
+	}
+	if errMsg != "" {
+		s += ": " + errMsg
+	}
+	return s
+}
+
+// listedRuns is one GET /v1/runs: the records as flyd sent them (so
+// --json passes on fields this flyctl does not know) and decoded.
+type listedRuns struct {
+	raw  []json.RawMessage
+	runs []runInfo
+}
+
+func listRuns(ctx context.Context, c *client) (listedRuns, error) {
+	var reply struct {
+		Runs []json.RawMessage `json:"runs"`
+	}
+	if err := c.getJSON(ctx, wire.RouteRuns, &reply); err != nil {
+		return listedRuns{}, err
+	}
+	l := listedRuns{raw: reply.Runs, runs: make([]runInfo, len(reply.Runs))}
+	for i, raw := range reply.Runs {
+		if err := json.Unmarshal(raw, &l.runs[i]); err != nil {
+			return listedRuns{}, fmt.Errorf("read flyd's run list: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// resolveRun finds the run named by id, a run id or a unique prefix of
+// one, the way docker resolves container ids.
+func resolveRun(ctx context.Context, c *client, id string) (runInfo, error) {
+	var ri runInfo
+	err := c.getJSON(ctx, runRoute(wire.RouteRun, id), &ri)
+	var ae *apiError
+	if err == nil || !errors.As(err, &ae) || ae.status != http.StatusNotFound {
+		return ri, err
+	}
+	l, lerr := listRuns(ctx, c)
+	if lerr != nil {
+		return ri, lerr
+	}
+	var matches []runInfo
+	for _, r := range l.runs {
+		if strings.HasPrefix(r.RunID, id) {
+			matches = append(matches, r)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return ri, err
+	case 1:
+		return matches[0], nil
+	}
+	ids := make([]string, 0, 4)
+	for _, m := range matches[:min(len(matches), 4)] {
+		ids = append(ids, m.RunID)
+	}
+	more := ""
+	if len(matches) > len(ids) {
+		more = fmt.Sprintf(" and %d more", len(matches)-len(ids))
+	}
+	return ri, fmt.Errorf("run %q is ambiguous: it is a prefix of %s%s; give more of the id", id, strings.Join(ids, ", "), more)
+}
+
+// inWorkspace reports whether dir is root or lies under it.
+func inWorkspace(root, dir string) bool {
+	if root == "" || dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// currentDir is the working directory with symlinks resolved, as flyd
+// keys workspaces; "" when it cannot be found.
+func currentDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		return r
+	}
+	return wd
+}
+
+const runsUsage = `Usage:
+  flyctl runs [--all] [--workspace DIR] [--json]
+
+Lists flutter runs, builds and one-shot tools (devices, doctor) that flyd
+knows of, newest first: by default those of the workspace that contains
+the current directory (or --workspace DIR), plus every live one
+elsewhere; --all lists every run flyd keeps (it keeps the last 100
+finished ones for a week by default). STARTED is relative on a terminal
+and RFC 3339 otherwise. --json prints {"runs": [...]} with flyd's run
+records; their fields may grow but never change meaning.
+
+Flags:
+%s
+Examples:
+  flyctl runs
+  flyctl runs --all
+  flyctl runs --json | jq -r '.runs[] | select(.state == "running") | .run_id'
+`
+
+func runRuns(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("flyctl runs", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	all := fs.Bool("all", false, "list the runs of every workspace, live or not")
+	workspace := fs.String("workspace", "", "list the runs of the workspace containing `DIR` (default: the current directory)")
+	asJSON := fs.Bool("json", false, "print the runs as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, runsUsage, fs.FlagUsages())
+			return nil
+		}
+		return usagef("runs: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("runs takes no arguments, got %q (to see one run's log: flyctl logs tail RUN)", fs.Args())
+	}
+	if *all && *workspace != "" {
+		return usagef("runs: --all and --workspace cannot be combined")
+	}
+	dir := currentDir()
+	if *workspace != "" {
+		abs, err := filepath.Abs(*workspace)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return usagef("runs: --workspace: %v", err)
+		}
+		dir = abs
+	}
+	c, err := newClient(getenv)
+	if err != nil {
+		return err
+	}
+	l, err := listRuns(ctx, c)
+	if err != nil {
+		return err
+	}
+	var raw []json.RawMessage
+	var runs []runInfo
+	for i, r := range l.runs {
+		if *all || r.live() || inWorkspace(r.Root, dir) {
+			raw = append(raw, l.raw[i])
+			runs = append(runs, r)
+		}
+	}
+	if *asJSON {
+		b, err := json.Marshal(struct {
+			Runs []json.RawMessage `json:"runs"`
+		}{Runs: append([]json.RawMessage{}, raw...)})
+		if err != nil {
+			return err
+		}
+		return writeIndentedJSON(stdout, b)
+	}
+	if len(runs) == 0 {
+		if *all {
+			fmt.Fprintln(stderr, "flyctl: flyd has no runs")
+		} else {
+			fmt.Fprintf(stderr, "flyctl: no runs in %s and none live (flyctl runs --all lists every workspace)\n", dir)
+		}
+		return nil
+	}
+	return writeRunsTable(stdout, runs, time.Now(), isTerminal(stdout))
+}
+
+// writeRunsTable writes runs as a table; tty chooses relative start
+// times.
+func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ID\tKIND\tSTATE\tEXIT\tSTARTED\tROOT\tARGV\n")
+	for _, r := range runs {
+		exit := "-"
+		if r.ExitCode != nil {
+			exit = strconv.Itoa(*r.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, exit, startedAt(r.StartedAt, now, tty), r.Root, shellJoin(r.Argv))
+	}
+	return tw.Flush()
+}
+
+// startedAt is t relative to now ("5m ago") on a terminal, else RFC 3339.
+func startedAt(t, now time.Time, tty bool) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if !tty {
+		return t.Local().Format(time.RFC3339)
+	}
+	return relative(now.Sub(t))
+}
+
+// relative formats an age for people: "just now", "42s ago", "5m ago",
+// "3h ago", "2d ago".
+func relative(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+}
+
+// shellJoin joins argv for display, quoting the words a shell would
+// split or expand.
+func shellJoin(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words[i] = a
+	}
+	return strings.Join(words, " ")
+}
+
+// newestRun picks the run --latest means: the newest run or build (not
+// a one-shot tool) of the workspace that contains dir, else the newest
+// of any workspace. runs is newest first, as flyd lists them.
+func newestRun(runs []runInfo, dir string) (runInfo, bool) {
+	candidates := slices.DeleteFunc(slices.Clone(runs), func(r runInfo) bool { return r.Kind == "tool" })
+	for _, r := range candidates {
+		if inWorkspace(r.Root, dir) {
+			return r, true
+		}
+	}
+	if len(candidates) > 0 {
+		return candidates[0], true
+	}
+	return runInfo{}, false
+}

@@ -1,0 +1,503 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The CLI tests run flyctl in-process (run) against the real flyd binary,
+// whose flutter is this test binary acting as internal/fakeflutter.
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLY_TEST_HELPER") == "flutter" {
+		os.Exit(fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		cliTestdata = filepath.Join(wd, "testdata", "cli") // tests may t.Chdir
+	}
+	code := m.Run()
+	if cliBins.dir != "" {
+		os.RemoveAll(cliBins.dir)
+	}
+	os.Exit(code)
+}
+
+// cliBins are the real flyd and flyctl, built once per test binary
+// (race-checked when the tests are).
+var cliBins struct {
+	once         sync.Once
+	dir          string
+	flyd, flyctl string
+	err          error
+	out          []byte
+}
+
+func cliBinaries(t testing.TB) (flyd, flyctl string) {
+	t.Helper()
+	cliBins.once.Do(func() {
+		cliBins.dir, cliBins.err = os.MkdirTemp("", "flyctlbin")
+		if cliBins.err != nil {
+			return
+		}
+		args := []string{"build", "-o", cliBins.dir + string(filepath.Separator)}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "github.com/fly-dev/fly/cmd/flyd", "github.com/fly-dev/fly/cmd/flyctl")
+		cliBins.out, cliBins.err = exec.Command("go", args...).CombinedOutput()
+		cliBins.flyd = filepath.Join(cliBins.dir, "flyd")
+		cliBins.flyctl = filepath.Join(cliBins.dir, "flyctl")
+	})
+	if cliBins.err != nil {
+		t.Fatalf("build flyd and flyctl: %v\n%s", cliBins.err, cliBins.out)
+	}
+	return cliBins.flyd, cliBins.flyctl
+}
+
+// cliEnv is one isolated fly installation in a short temp dir (socket
+// paths are capped at 104 bytes, which t.TempDir can exceed).
+type cliEnv struct {
+	dir      string
+	socket   string // what flyctl dials (see proxy)
+	stateDir string
+	vars     []string // the environment of the processes it starts
+}
+
+func newCLIEnv(t testing.TB) *cliEnv {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "flyctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &cliEnv{dir: dir, socket: filepath.Join(dir, "run", "flyd.sock"), stateDir: filepath.Join(dir, "state")}
+	e.vars = append(os.Environ(), paths.EnvSocket+"="+e.socket, paths.EnvStateDir+"="+e.stateDir)
+	return e
+}
+
+// getenv is the environment of the in-process flyctl: only fly's paths.
+func (e *cliEnv) getenv(k string) string {
+	switch k {
+	case paths.EnvSocket:
+		return e.socket
+	case paths.EnvStateDir:
+		return e.stateDir
+	}
+	return ""
+}
+
+// withFakeFlutter puts the fake flutter first on the PATH the shim hands
+// flyd, steered by vars ("FAKE_FLUTTER_X=v", read from flyd's
+// environment). Call it before startFlyd.
+func (e *cliEnv) withFakeFlutter(t testing.TB, vars ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fakeflutter.Install(dir); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = append(e.vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "FLY_TEST_HELPER=flutter")
+	e.vars = append(e.vars, vars...)
+}
+
+// cliBuffer is a bytes.Buffer that a flyctl goroutine may write while
+// the test reads it.
+type cliBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *cliBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *cliBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// flydProcess is a running flyd binary.
+type flydProcess struct {
+	cmd    *exec.Cmd
+	stderr *cliBuffer
+	done   chan error // the Wait result, put back by whoever takes it
+}
+
+// startFlyd runs "flyd run" in e and waits until it answers. Cleanup
+// stops it with SIGTERM unless the test did.
+func startFlyd(t testing.TB, e *cliEnv, args ...string) *flydProcess {
+	t.Helper()
+	flyd, _ := cliBinaries(t)
+	p := &flydProcess{stderr: &cliBuffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(flyd, append([]string{"run", "--log-level", "debug"}, args...)...)
+	p.cmd.Env = e.vars
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }() // owned by p: drained by stop or kill
+	t.Cleanup(func() { p.stop(t) })
+	c, err := newClient(e.getenvReal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		var st status
+		err := c.getJSON(ctx, wire.RouteStatus, &st)
+		cancel()
+		if err == nil && st.PID == p.cmd.Process.Pid {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("flyd exited early: %v\n%s", err, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flyd did not answer within 30s (%v)\n%s", err, p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// getenvReal is getenv with flyd's own socket, even when flyctl is
+// pointed at a proxy.
+func (e *cliEnv) getenvReal(k string) string {
+	if k == paths.EnvSocket {
+		return filepath.Join(e.dir, "run", "flyd.sock")
+	}
+	return e.getenv(k)
+}
+
+// stop sends SIGTERM, as a service manager would, and waits for the exit.
+func (p *flydProcess) stop(t testing.TB) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("flyd did not stop within 30s of SIGTERM\n%s", p.stderr)
+	}
+}
+
+// kill kills flyd with SIGKILL, as a crash would, and waits for it.
+func (p *flydProcess) kill(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.done <- <-p.done
+}
+
+// flutterProject makes a minimal Flutter project; its path has symlinks
+// resolved, as flyd keys workspaces.
+func flutterProject(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"pubspec.yaml":  "name: demo\ndependencies:\n  flutter:\n    sdk: flutter\n",
+		"lib/main.dart": "void main() {}\n",
+	} {
+		full := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// mcpSession connects a go-sdk client to flyd through the built
+// "flyctl mcp", bound to root. It returns the shim's pid too.
+func mcpSession(t testing.TB, e *cliEnv, root string) (*mcp.ClientSession, int) {
+	t.Helper()
+	_, flyctl := cliBinaries(t)
+	cmd := exec.Command(flyctl, "mcp", "--workspace", root)
+	cmd.Env = e.vars
+	shimLog := &cliBuffer{}
+	cmd.Stderr = shimLog
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("flyctl mcp's stderr:\n%s", shimLog)
+		}
+	})
+	c := mcp.NewClient(&mcp.Implementation{Name: "flyctl-test", Version: "1.0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect through flyctl mcp: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, cmd.Process.Pid
+}
+
+// callTool calls a tool and decodes its structured result into out.
+func callTool(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		t.Fatalf("%s failed: %s", name, b.String())
+	}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", name, b, err)
+		}
+	}
+}
+
+// startRun starts the fake app through flutter_run and returns its run id.
+func startRun(t testing.TB, cs *mcp.ClientSession) string {
+	t.Helper()
+	var out struct {
+		RunID string `json:"run_id"`
+		State string `json:"state"`
+	}
+	callTool(t, cs, "flutter_run", map[string]any{"device": "linux"}, &out)
+	if out.RunID == "" || out.State != "running" {
+		t.Fatalf("flutter_run = %+v, want a running app", out)
+	}
+	return out.RunID
+}
+
+// flyctl runs flyctl in-process and returns its stdout, stderr and exit
+// code (as main maps the error).
+func flyctl(t testing.TB, getenv func(string) string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	err := run(ctx, args, getenv, strings.NewReader(""), &out, &errb)
+	code = exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+// mustFlyctl is flyctl that fails the test unless it exits 0.
+func mustFlyctl(t testing.TB, getenv func(string) string, args ...string) string {
+	t.Helper()
+	out, errs, code := flyctl(t, getenv, args...)
+	if code != 0 {
+		t.Fatalf("flyctl %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+// jsonLines decodes NDJSON output.
+func jsonLines(t testing.TB, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("output line %q is not JSON: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// waitLog polls the run's log until cond holds for its entries (all of
+// them, as -o json prints them), and returns them.
+func waitLog(t testing.TB, getenv func(string) string, runID, what string, cond func([]map[string]any) bool) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		lines := jsonLines(t, mustFlyctl(t, getenv, "logs", "tail", runID, "-n", "all", "-o", "json"))
+		if cond(lines) {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log of run %s never had %s; it has %d lines", runID, what, len(lines))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func countTicks(lines []map[string]any) int {
+	n := 0
+	for _, l := range lines {
+		if l["type"] == "entry" && strings.Contains(fmt.Sprint(l["text"]), "tick") {
+			n++
+		}
+	}
+	return n
+}
+
+// -update rewrites the golden files under testdata/cli. The flag may be
+// registered by another test file of the package too.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files in testdata")
+	}
+}
+
+// cliTestdata holds the CLI goldens.
+var cliTestdata = filepath.Join("testdata", "cli")
+
+// checkCLIGolden compares got with testdata/cli/name, or rewrites it with
+// -update.
+func checkCLIGolden(t *testing.T, name, got string) {
+	t.Helper()
+	file := filepath.Join(cliTestdata, name)
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", file, got, want)
+	}
+}
+
+// normalizer replaces what differs between test runs (ids, paths, pids,
+// times, sizes) with placeholders, so outputs compare with goldens.
+type normalizer struct {
+	literal []string // old, new pairs, applied in order
+}
+
+func (n *normalizer) add(old, placeholder string) {
+	if old != "" {
+		n.literal = append(n.literal, old, placeholder)
+	}
+}
+
+var (
+	reTime     = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	reUptime   = regexp.MustCompile(`up \d+(h\d+m)?(m)?\d*s`)
+	reSize     = regexp.MustCompile(`\d+(\.\d)? (B|KiB|MiB|GiB)`)
+	reSession  = regexp.MustCompile(`\b[0-9a-f]{16}\b`)
+	reColumns  = regexp.MustCompile(`  +`)
+	reTrailing = regexp.MustCompile(`(?m) +$`)
+)
+
+func (n *normalizer) apply(s string) string {
+	s = strings.NewReplacer(n.literal...).Replace(s)
+	s = reTime.ReplaceAllString(s, "<TIME>")
+	s = reUptime.ReplaceAllString(s, "up <UPTIME>")
+	s = reSize.ReplaceAllString(s, "<SIZE>")
+	s = reSession.ReplaceAllString(s, "<SESSION>")
+	s = strings.ReplaceAll(s, wire.Version, "<VERSION>")
+	// Tables are aligned to the real lengths: keep the columns, not the
+	// padding.
+	s = reColumns.ReplaceAllString(s, "  ")
+	return reTrailing.ReplaceAllString(s, "")
+}
+
+// unixProxy forwards connections from its own socket to flyd's, and can
+// cut them all: a dropped connection without a daemon restart.
+type unixProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+// newUnixProxy listens on path and forwards to target until Cleanup.
+func newUnixProxy(t testing.TB, path, target string) *unixProxy {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &unixProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.serve() // owned by p: waited for in Cleanup
+	t.Cleanup(func() {
+		ln.Close()
+		p.drop()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *unixProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("unix", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(up, c) // owned by p: ends when either side closes
+		go p.pipe(c, up) // owned by p: likewise
+	}
+}
+
+func (p *unixProxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// drop cuts every connection the proxy carries.
+func (p *unixProxy) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
