@@ -17,8 +17,12 @@ import (
 // logUpdateEvery coalesces resources/updated of one log URI.
 const logUpdateEvery = 50 * time.Millisecond
 
-// defaultLogLimit bounds one read of a log.
-const defaultLogLimit = 500
+// defaultLogLimit bounds one page of a log read; maxLogRead bounds one
+// resources/read of a log.
+const (
+	defaultLogLimit = 500
+	maxLogRead      = 5000
+)
 
 // logURI names the log of a run: logs://run/{id} or logs://build/{id}
 // (builds and one-shot commands).
@@ -175,15 +179,24 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	if err != nil {
 		return nil, notFound(uri, err.Error())
 	}
-	q.limit = r.ring.Len() + 1
-	if q.limit < defaultLogLimit {
-		q.limit = defaultLogLimit
-	}
-	page := r.entries(q)
+	// Page through what was asked for, up to maxLogRead entries; _meta's
+	// next_since continues a longer log.
 	var b strings.Builder
-	for _, e := range page.entries {
-		b.WriteString(formatEntry(e))
-		b.WriteByte('\n')
+	page := logPage{next: q.since}
+	for n := 0; n < maxLogRead; {
+		q.limit = min(defaultLogLimit, maxLogRead-n)
+		p := r.entries(q)
+		for _, e := range p.entries {
+			b.WriteString(formatEntry(e))
+			b.WriteByte('\n')
+		}
+		n += len(p.entries)
+		page.first, page.last, page.next = p.first, p.last, p.next
+		page.entries = append(page.entries, p.entries...)
+		if len(p.entries) == 0 || p.next >= p.last {
+			break
+		}
+		q.since, q.tail = p.next, 0
 	}
 	text := b.String()
 	total := int64(len(text))

@@ -38,6 +38,12 @@ const (
 	logPID  = "pid"
 )
 
+// crashSeqJump is how far past its last stored seq an interrupted run's
+// log continues after a crash. It exceeds what can be published without
+// being stored (the store's default queue of 8192 plus one batch of 256),
+// so no seq is reused; readers see the jump as one gap.
+const crashSeqJump = 1 << 14
+
 // maxLine is the longest output line kept whole; longer ones are cut and
 // flagged, and the rest of the line is skipped without being buffered.
 const maxLine = 8 << 10
@@ -107,8 +113,12 @@ func (e *runEngine) open(db *store.DB) error {
 			_ = killGroup(r.PID, syscall.SIGKILL)
 			note += fmt.Sprintf("; its process group %d was still alive and was killed", r.PID)
 		}
-		// Seq 0: the store puts it right after the run's last entry.
-		_ = db.Append(r.ID, store.Entry{Time: time.Now(), Stream: string(logring.Fly), Text: note})
+		// Entries published in the last commit window before the crash may
+		// have reached followers without reaching the disk: continuing at
+		// the last stored seq would hand their seqs out again, and a
+		// follower resuming after one of them would skip this note.
+		meta, _ := db.LogStats(r.ID)
+		_ = db.Append(r.ID, store.Entry{Seq: meta.LastSeq + crashSeqJump, Time: time.Now(), Stream: string(logring.Fly), Text: note})
 	}
 	return nil
 }

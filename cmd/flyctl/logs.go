@@ -54,7 +54,7 @@ backoff when the connection drops or flyd restarts, resuming after the
 last line it got: no line is printed twice or skipped. Lines that were
 evicted from flyd's memory before they could be read (and are not on
 disk either) are reported as one line:
-  -- 120 lines lost (evicted before they were read); resuming at seq 845 --
+  -- 120 lines lost (no longer in flyd's log); resuming at seq 845 --
 A run that was live when flyd crashed ends as "interrupted".
 
 --cursor-file F reads where to start from F when it exists (and the run,
@@ -687,7 +687,7 @@ func (t *tailer) print(l logLine) error {
 		return t.writeJSON(jl)
 	}
 	if l.Type == wire.LogLineGap {
-		return t.note(fmt.Sprintf("-- %d %s lost (evicted before they were read); resuming at seq %d --", l.Lost, pluralize(l.Lost, "line", "lines"), l.Resume))
+		return t.note(fmt.Sprintf("-- %d %s lost (no longer in flyd's log); resuming at seq %d --", l.Lost, pluralize(l.Lost, "line", "lines"), l.Resume))
 	}
 	var b strings.Builder
 	if t.o.timestamps {
