@@ -51,12 +51,37 @@ type FileInfo struct {
 // statFiles stats files, such as a page of an index, through root, which
 // follows symlinks only within it. Files that are gone, or are no longer
 // regular files, are left out: the index will drop them once their events
-// are applied. It makes a few system calls per file, for each directory
-// of its path, so it is meant for pages, not for a whole index.
+// are applied. It opens each directory once for a run of files in it (an
+// index is sorted, so a page's files come in a few such runs), then stats
+// each file in it; it is meant for pages, not for a whole index.
 func statFiles(root *os.Root, files []File) []FileInfo {
 	out := make([]FileInfo, 0, len(files))
-	for _, f := range files {
-		fi, err := root.Stat(filepath.FromSlash(f.Path))
+	var dir string
+	var dirRoot *os.Root // dir's, or nil if it cannot be opened
+	defer func() {
+		if dirRoot != nil {
+			dirRoot.Close()
+		}
+	}()
+	for i, f := range files {
+		d, name := path.Split(f.Path)
+		if i == 0 || d != dir {
+			if dirRoot != nil {
+				dirRoot.Close()
+			}
+			dir = d
+			var err error
+			if dirRoot, err = root.OpenRoot(filepath.FromSlash(cmp.Or(d, "."))); err != nil {
+				dirRoot = nil
+			}
+		}
+		if dirRoot == nil {
+			continue
+		}
+		fi, err := dirRoot.Lstat(name)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			fi, err = root.Stat(filepath.FromSlash(f.Path)) // where it leads, if within root
+		}
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}

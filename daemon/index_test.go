@@ -269,8 +269,9 @@ func TestStatFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Gone, a directory, and a link out of the root are left out.
-	got := statFiles(r, []File{{"lib/a.dart"}, {"lib/b"}, {"lib/b/c.dart"}, {"lib/gone.dart"}, {"lib/link.dart"}, {"lib/out.dart"}})
+	// Gone (or in a directory that is gone), a directory, and a link out
+	// of the root are left out.
+	got := statFiles(r, []File{{"lib/a.dart"}, {"lib/b"}, {"lib/b/c.dart"}, {"gone/x.dart"}, {"lib/gone.dart"}, {"lib/link.dart"}, {"lib/out.dart"}})
 	want := []FileInfo{
 		{Path: "lib/a.dart", Size: 3, ModTime: old},
 		{Path: "lib/b/c.dart", Size: 1, ModTime: fi.ModTime()},
