@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fly-dev/fly/internal/wire"
@@ -304,6 +305,7 @@ type lineWriter struct {
 	timeout time.Duration
 	buf     bytes.Buffer
 	last    uint64 // seq of the last entry or gap line added: the client's cursor
+	lines   *lineCache
 }
 
 func (lw *lineWriter) add(v any) {
@@ -333,9 +335,37 @@ func (lw *lineWriter) entries(es []logring.Entry) {
 			lw.add(gapLine{Type: wire.LogLineGap, Seq: e.Seq - 1, Time: e.Time, Lost: lost, Resume: e.Seq,
 				Text: fmt.Sprintf("… %d %s lost (no longer in the log); resuming at seq %d", lost, plural(lost, "line", "lines"), e.Seq)})
 		}
-		lw.add(entryLine{Type: wire.LogLineEntry, Seq: e.Seq, Time: e.Time, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
+		lw.buf.Write(lw.lines.line(e))
 		lw.last = e.Seq
 	}
+}
+
+// lineCache holds the NDJSON lines of a run's recent entries, so that
+// every follower of a run writes the bytes one of them encoded: with a
+// hundred followers, encoding is most of the cost of fan-out. Slots are
+// indexed by seq and replaced without locks; a miss just encodes again.
+type lineCache [lineCacheSlots]atomic.Pointer[cachedLine]
+
+const lineCacheSlots = 4096
+
+type cachedLine struct {
+	seq  uint64
+	line []byte // with its newline; never modified
+}
+
+// line returns e as an NDJSON entry line, newline included.
+func (c *lineCache) line(e logring.Entry) []byte {
+	slot := &c[e.Seq%lineCacheSlots]
+	if p := slot.Load(); p != nil && p.seq == e.Seq {
+		return p.line
+	}
+	b, err := json.Marshal(entryLine{Type: wire.LogLineEntry, Seq: e.Seq, Time: e.Time, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
+	if err != nil {
+		panic(err) // the line types always encode
+	}
+	b = append(b, '\n')
+	slot.Store(&cachedLine{seq: e.Seq, line: b})
+	return b
 }
 
 func plural(n uint64, one, many string) string {
@@ -386,7 +416,7 @@ func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	lw := &lineWriter{w: w, rc: http.NewResponseController(w), timeout: a.s.cfg.WriteTimeout}
+	lw := &lineWriter{w: w, rc: http.NewResponseController(w), timeout: a.s.cfg.WriteTimeout, lines: rn.encoded()}
 	defer lw.rc.SetWriteDeadline(time.Time{})
 	ctx := r.Context()
 

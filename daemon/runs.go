@@ -91,6 +91,15 @@ type run struct {
 
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
+
+	linesOnce sync.Once
+	lines     *lineCache // NDJSON lines shared by HTTP followers; see encoded
+}
+
+// encoded returns the run's cache of encoded log lines, made on first use.
+func (r *run) encoded() *lineCache {
+	r.linesOnce.Do(func() { r.lines = new(lineCache) })
+	return r.lines
 }
 
 func newRunEngine(cfg Config, log *slog.Logger, changed func(*run)) *runEngine {
