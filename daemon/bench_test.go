@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,15 +48,39 @@ func stdioBaseline(b testing.TB, root string) *mcp.ClientSession {
 	return connectClient(b, "baseline", &mcp.CommandTransport{Command: cmd}, nil)
 }
 
+// directWS connects a client straight to flyd's WebSocket endpoint, as a
+// browser or remote tool would: no shim process in between.
+type directWS struct {
+	e    *env
+	root string
+}
+
+func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
+	hc := d.e.httpClient()
+	hc.Timeout = 0
+	c, _, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
+		HTTPClient: hc, Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader: http.Header{wire.HeaderWorkspace: {url.QueryEscape(d.root)}, wire.HeaderVersion: {wire.VersionHeader()}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(-1)
+	return newWSConn(c, "direct", 5*time.Second), nil
+}
+
 // BenchmarkShimHop: one small resources/read through flyctl mcp and flyd,
-// against the same read from a spawned stdio server, interleaved so both
-// see the same machine load. Reports ratio = shim/baseline (goal ≤ 1.2).
+// and straight over flyd's WebSocket, against the same read from a spawned
+// stdio server, interleaved so all see the same machine load. Reports
+// ratio = shim/baseline (goal ≤ 1.2) and ratio-direct = WebSocket/baseline,
+// which separates flyd's own cost from the shim process's.
 func BenchmarkShimHop(b *testing.B) {
 	root := b.TempDir()
 	writeTree(b, root, map[string]string{"lib/main.dart": "void main() => runApp(const MyApp());\n"})
 	e := newEnv(b)
 	startFlyd(b, e, "--log-level", "info")
 	shim := viaShim(e)(b, "bench", root, nil)
+	direct := connectClient(b, "direct", directWS{e, root}, nil)
 	base := stdioBaseline(b, root)
 	ctx := context.Background()
 	params := &mcp.ReadResourceParams{URI: "workspace:///lib/main.dart"}
@@ -63,20 +91,24 @@ func BenchmarkShimHop(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	for range 50 { // warm both
+	for range 50 { // warm all three
 		read(shim)
+		read(direct)
 		read(base)
 	}
-	var tShim, tBase time.Duration
+	var tShim, tDirect, tBase time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		tShim += read(shim)
+		tDirect += read(direct)
 		tBase += read(base)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(tShim.Microseconds())/n, "µs/shim-read")
+	b.ReportMetric(float64(tDirect.Microseconds())/n, "µs/ws-read")
 	b.ReportMetric(float64(tBase.Microseconds())/n, "µs/stdio-read")
 	b.ReportMetric(float64(tShim)/float64(tBase), "ratio")
+	b.ReportMetric(float64(tDirect)/float64(tBase), "ratio-direct")
 }
 
 var bigTree struct {
