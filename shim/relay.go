@@ -307,7 +307,7 @@ func (r *Relay) session(ctx context.Context, c *conn, in *input, st *state) erro
 	msg, gate := st.tr.startReplay()
 	var timeout <-chan time.Time
 	if msg != nil {
-		if err := c.ws.Write(ctx, websocket.MessageText, msg); err != nil {
+		if err := c.write(msg); err != nil {
 			return sendFailed(err)
 		}
 		timer := time.NewTimer(r.cfg.StartTimeout)
@@ -345,7 +345,7 @@ loop:
 			}
 			msgs, subs := st.tr.finishReplay()
 			for _, m := range msgs {
-				if err := c.ws.Write(ctx, websocket.MessageText, m); err != nil {
+				if err := c.write(m); err != nil {
 					return sendFailed(err)
 				}
 			}
@@ -489,7 +489,20 @@ func (r *Relay) toDaemon(ctx context.Context, c *conn, st *state, line []byte) e
 		}
 	}
 	st.tr.sent(line, msgs, batch)
-	return c.ws.Write(ctx, websocket.MessageText, line)
+	return c.write(line)
+}
+
+// writeTimeout bounds one frame written to flyd.
+const writeTimeout = 30 * time.Second
+
+// write sends one frame to flyd. It has its own deadline rather than the
+// session's context: coder/websocket drops the connection, without a
+// close frame, when the context of a write ends, even one already done,
+// and the session context ends with the client.
+func (c *conn) write(msg []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, msg)
 }
 
 // fromDaemon writes each message flyd sends to Stdout until the
