@@ -119,7 +119,7 @@ func TestShimSurvivesRestart(t *testing.T) {
 	callTool(t, cs, "runs_list", nil, &listed)
 	var builds []RunInfo
 	for _, ri := range listed.Runs {
-		if ri.Kind == store.KindBuild {
+		if ri.Kind == string(store.KindBuild) {
 			builds = append(builds, ri)
 		}
 	}
@@ -140,7 +140,7 @@ func waitBuilding(t *testing.T, cs *mcp.ClientSession) {
 		var listed runsOut
 		callTool(t, cs, "runs_list", nil, &listed)
 		for _, ri := range listed.Runs {
-			if ri.Kind == store.KindBuild && ri.State == "starting" {
+			if ri.Kind == string(store.KindBuild) && ri.State == "starting" {
 				return
 			}
 		}

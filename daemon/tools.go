@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,27 +83,12 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 	}
 }
 
-// RunInfo is a run as tools and HTTP report it.
-type RunInfo struct {
-	RunID        string     `json:"run_id"`
-	Kind         store.Kind `json:"kind"`
-	State        string     `json:"state"`
-	Argv         []string   `json:"argv"`
-	Root         string     `json:"root"`
-	PID          int        `json:"pid,omitempty"`
-	ExitCode     *int       `json:"exit_code,omitempty"`
-	StartedAt    time.Time  `json:"started_at"`
-	EndedAt      time.Time  `json:"ended_at,omitzero"`
-	AppID        string     `json:"app_id,omitempty"`
-	VMServiceURI string     `json:"vm_service_uri,omitempty"`
-	DTDURI       string     `json:"dtd_uri,omitempty"`
-	Error        string     `json:"error,omitempty"`
-	LogURI       string     `json:"log_uri"`
-}
+// RunInfo is a run as tools and HTTP report it: the wire type.
+type RunInfo = wire.Run
 
 func runInfo(rec store.Run) RunInfo {
 	return RunInfo{
-		RunID: rec.ID, Kind: rec.Kind, State: string(rec.State), Argv: rec.Argv, Root: rec.Root, PID: rec.PID,
+		RunID: rec.ID, Kind: string(rec.Kind), State: string(rec.State), Argv: rec.Argv, Root: rec.Root, PID: rec.PID,
 		ExitCode: rec.ExitCode, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, AppID: rec.AppID,
 		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI, Error: rec.Error, LogURI: logURI(rec.Kind, rec.ID),
 	}

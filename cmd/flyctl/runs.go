@@ -19,27 +19,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// runInfo mirrors daemon.RunInfo, the run record of the HTTP API;
-// flyctl does not import the daemon.
-type runInfo struct {
-	RunID        string    `json:"run_id"`
-	Kind         string    `json:"kind"`
-	State        string    `json:"state"`
-	Argv         []string  `json:"argv"`
-	Root         string    `json:"root"`
-	PID          int       `json:"pid,omitempty"`
-	ExitCode     *int      `json:"exit_code,omitempty"`
-	StartedAt    time.Time `json:"started_at"`
-	EndedAt      time.Time `json:"ended_at,omitzero"`
-	AppID        string    `json:"app_id,omitempty"`
-	VMServiceURI string    `json:"vm_service_uri,omitempty"`
-	DTDURI       string    `json:"dtd_uri,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	LogURI       string    `json:"log_uri"`
-}
-
-// live reports whether the run has not ended yet.
-func (r runInfo) live() bool { return r.State == "starting" || r.State == "running" }
+// runInfo is a run as flyd's HTTP API reports it.
+type runInfo = wire.Run
 
 // runFailed reports whether an ended run counts as a failure for
 // --exit-status: it failed, was interrupted, or exited non-zero.
@@ -205,7 +186,7 @@ func runRuns(ctx context.Context, args []string, getenv func(string) string, std
 	var raw []json.RawMessage
 	var runs []runInfo
 	for i, r := range l.runs {
-		if *all || r.live() || inWorkspace(r.Root, dir) {
+		if *all || r.Live() || inWorkspace(r.Root, dir) {
 			raw = append(raw, l.raw[i])
 			runs = append(runs, r)
 		}

@@ -56,7 +56,7 @@ func runStop(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	wasLive := ri.live()
+	wasLive := ri.Live()
 	var raw json.RawMessage
 	if err := c.callJSON(ctx, http.MethodPost, runRoute(wire.RouteRunStop, ri.RunID), nil, &raw); err != nil {
 		return fmt.Errorf("stop run %s: %w", ri.RunID, err)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Version is the release of this build. Release builds override it with
@@ -119,3 +120,25 @@ func CheckPeer(self, peer, header string) error {
 	}
 	return nil
 }
+
+// Run is a flutter run, build or one-shot command as flyd's HTTP API and
+// MCP tools report it. Fields may be added, never change meaning.
+type Run struct {
+	RunID        string    `json:"run_id"`
+	Kind         string    `json:"kind"`  // run, build or tool
+	State        string    `json:"state"` // starting, running, stopped, exited, failed or interrupted
+	Argv         []string  `json:"argv"`
+	Root         string    `json:"root"`
+	PID          int       `json:"pid,omitempty"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	AppID        string    `json:"app_id,omitempty"`
+	VMServiceURI string    `json:"vm_service_uri,omitempty"`
+	DTDURI       string    `json:"dtd_uri,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	LogURI       string    `json:"log_uri"`
+}
+
+// Live reports whether the run has not ended yet.
+func (r Run) Live() bool { return r.State == "starting" || r.State == "running" }
