@@ -500,3 +500,69 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 		t.Errorf("B was held up: %d updates, worst gap %v", len(gaps), worst)
 	}
 }
+
+// TestOneShotToolsAndLimits: devices, doctor, create (only with confirm),
+// logs_read with grep, the live-run limit, and a missing flutter, each as
+// a client sees them.
+func TestOneShotToolsAndLimits(t *testing.T) {
+	e := newEnv(t)
+	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=100")
+	startFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "tools", root, nil)
+
+	var devs devicesResult
+	if res := callTool(t, cs, "flutter_devices", nil, &devs); res.IsError || len(devs.Devices) == 0 {
+		t.Fatalf("flutter_devices = %+v %s, want devices", devs, toolText(res))
+	}
+	if d := devs.Devices[0]; d.ID == "" || d.TargetPlatform == "" {
+		t.Errorf("device %+v lacks its id or platform", d)
+	}
+	var doc doctorResult
+	if res := callTool(t, cs, "flutter_doctor", nil, &doc); res.IsError || doc.ExitCode != 0 || !strings.Contains(doc.Report, "Doctor summary") {
+		t.Errorf("flutter_doctor = %+v %s", doc, toolText(res))
+	}
+
+	if res := callTool(t, cs, "flutter_create", map[string]any{"directory": "packages/demo_app"}, nil); !res.IsError || !strings.Contains(toolText(res), "confirm: true") {
+		t.Errorf("flutter_create without confirm = %s, want a refusal asking for confirm", toolText(res))
+	}
+	if _, err := os.Stat(filepath.Join(root, "packages", "demo_app")); err == nil {
+		t.Fatal("flutter_create wrote files without confirm")
+	}
+	if res := callTool(t, cs, "flutter_create", map[string]any{"directory": "../outside", "confirm": true}, nil); !res.IsError {
+		t.Errorf("flutter_create outside the workspace succeeded")
+	}
+	var created createResult
+	if res := callTool(t, cs, "flutter_create", map[string]any{"directory": "packages/demo_app", "confirm": true, "org": "dev.fly"}, &created); res.IsError {
+		t.Fatalf("flutter_create: %s", toolText(res))
+	}
+	if _, err := os.Stat(filepath.Join(root, "packages", "demo_app", "pubspec.yaml")); err != nil {
+		t.Errorf("flutter_create made no project: %v", err)
+	}
+
+	// Two live runs per workspace; the third is refused with what to do.
+	var r1, r2 runOut
+	callTool(t, cs, "flutter_run", nil, &r1)
+	callTool(t, cs, "flutter_run", nil, &r2)
+	if res := callTool(t, cs, "flutter_run", nil, nil); !res.IsError || !strings.Contains(toolText(res), "flutter_stop") {
+		t.Errorf("third flutter_run = %s, want a limit error naming flutter_stop", toolText(res))
+	}
+	var logs logsReadResult
+	if res := callTool(t, cs, "logs_read", map[string]any{"uri": r1.LogURI, "grep": "app\\.started"}, &logs); res.IsError {
+		t.Fatalf("logs_read: %s", toolText(res))
+	}
+	if len(logs.Entries) != 1 || !strings.HasPrefix(logs.Entries[0].Text, "app.started") {
+		t.Errorf("logs_read grep app.started = %+v, want one event", logs.Entries)
+	}
+	callTool(t, cs, "flutter_stop", map[string]any{"run_id": r1.RunID}, nil)
+	callTool(t, cs, "flutter_stop", map[string]any{"run_id": r2.RunID}, nil)
+
+	// A session whose PATH has no flutter gets an error that says how to fix it.
+	bare := newEnv(t)
+	startFlyd(t, bare)
+	noFlutter := viaShim(bare)(t, "no-flutter", root, nil)
+	res := callTool(t, noFlutter, "flutter_run", nil, nil)
+	if msg := toolText(res); !res.IsError || !strings.Contains(msg, "flutter not found") || !strings.Contains(msg, "--flutter") {
+		t.Errorf("flutter_run without flutter = %q, want how to install or point flyd at it", msg)
+	}
+}

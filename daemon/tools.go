@@ -405,9 +405,20 @@ func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout ti
 
 type noParams struct{}
 
+// device is one entry of `flutter devices --machine`.
+type device struct {
+	ID             string          `json:"id"`
+	Name           string          `json:"name"`
+	TargetPlatform string          `json:"targetPlatform"`
+	IsSupported    bool            `json:"isSupported"`
+	Emulator       bool            `json:"emulator"`
+	SDK            string          `json:"sdk,omitempty"`
+	Capabilities   map[string]bool `json:"capabilities,omitempty"`
+}
+
 type devicesResult struct {
-	Devices []json.RawMessage `json:"devices"`
-	LogURI  string            `json:"log_uri"`
+	Devices []device `json:"devices"`
+	LogURI  string   `json:"log_uri"`
 }
 
 func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, devicesResult, error) {
@@ -415,7 +426,7 @@ func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams
 	if err != nil {
 		return nil, devicesResult{}, err
 	}
-	res := devicesResult{Devices: []json.RawMessage{}, LogURI: logURI(store.KindTool, r.id)}
+	res := devicesResult{Devices: []device{}, LogURI: logURI(store.KindTool, r.id)}
 	var out strings.Builder
 	for _, e := range r.ring.Tail(r.ring.Len()) {
 		if e.Stream == logring.Stdout {
@@ -455,7 +466,7 @@ type createParams struct {
 	Directory   string `json:"directory" jsonschema:"where to create the project, relative to the workspace root ('.' for the root itself)"`
 	ProjectName string `json:"project_name,omitempty" jsonschema:"the package name (snake_case); default: the directory name"`
 	Org         string `json:"org,omitempty" jsonschema:"the organization, in reverse domain notation (com.example)"`
-	Confirm     bool   `json:"confirm" jsonschema:"must be true: flutter create writes files"`
+	Confirm     bool   `json:"confirm,omitempty" jsonschema:"must be true: flutter create writes files"`
 }
 
 type createResult struct {
