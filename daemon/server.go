@@ -250,7 +250,7 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
 		if h := r.Header.Get(wire.HeaderVersion); h != "" {
-			if err := wire.CheckPeer("flyd", "client", h); err != nil {
+			if err := wire.CheckPeer("flyd", "flyctl", h); err != nil {
 				http.Error(w, err.Error(), http.StatusPreconditionFailed)
 				return
 			}
