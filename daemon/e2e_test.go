@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -410,5 +411,39 @@ func TestShimExitsOnEOF(t *testing.T) {
 			t.Fatalf("session still open in flyd after the shim exited: %+v %v", st, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRecentSessionsSurviveRestart: fly://sessions/recent lists a session
+// that ended before flyd restarted, with what it did.
+func TestRecentSessionsSurviveRestart(t *testing.T) {
+	e := newEnv(t)
+	d := startFlyd(t, e)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
+	first := viaShim(e)(t, "first-editor", root, nil)
+	readText(t, first, "workspace:///lib/main.dart")
+	first.Close()
+	// Wait until flyd has seen the session end.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, err := getStatus(e); err == nil && len(st.Sessions) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first session never ended")
+		}
+	}
+	d.stop(t)
+	startFlyd(t, e)
+
+	second := viaShim(e)(t, "second-editor", root, nil)
+	text, _ := readText(t, second, uriSessionsRecent)
+	var recent []SessionInfo
+	if err := json.Unmarshal([]byte(text), &recent); err != nil {
+		t.Fatalf("%s: %v\n%s", uriSessionsRecent, err, text)
+	}
+	if len(recent) < 2 || recent[0].ClientName != "second-editor" || recent[1].ClientName != "first-editor" ||
+		recent[1].FilesRead != 1 || recent[1].Ended.IsZero() {
+		t.Fatalf("recent sessions after a restart = %+v, want second-editor (live) then first-editor (ended, 1 file read)", recent)
 	}
 }

@@ -356,13 +356,23 @@ func (s *Server) overview(w *workspace) (*Overview, error) {
 }
 
 // recentSessions lists the workspace's live sessions, then ended ones,
-// newest first.
+// newest first: from the store, so they outlive flyd, else from memory.
 func (s *Server) recentSessions(w *workspace) []SessionInfo {
 	var out []SessionInfo
 	for _, sess := range w.connected() {
 		out = append(out, sess.info())
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return b.Since.Compare(a.Since) })
+	if db := s.runs.db; db != nil {
+		ended, err := db.Sessions(w.root, maxRecentSessions)
+		if err == nil {
+			for _, e := range ended {
+				out = append(out, SessionInfo(e))
+			}
+			return out
+		}
+		s.log.Warn("read ended sessions", logErr, err)
+	}
 	w.mu.Lock()
 	for i := len(w.recent) - 1; i >= 0; i-- {
 		out = append(out, w.recent[i])

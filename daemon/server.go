@@ -338,6 +338,13 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
 	}
 	w.mu.Unlock()
+	if db := s.runs.db; db != nil {
+		// store.Session has SessionInfo's fields: the conversion fails to
+		// compile if they drift apart.
+		if err := db.PutSession(store.Session(info)); err != nil {
+			s.log.Warn("save ended session", logSession, sess.id, logErr, err)
+		}
+	}
 	s.log.Info("session ended", logSession, sess.id, "client", info.ClientName, "files_read", info.FilesRead)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Debug("session connection", logSession, sess.id, logErr, err)
