@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,12 +52,12 @@ func stdioBaseline(b testing.TB, root string) *mcp.ClientSession {
 // directWS connects a client straight to flyd's WebSocket endpoint, as a
 // browser or remote tool would: no shim process in between.
 type directWS struct {
-	e    *env
+	e    *flytest.Env
 	root string
 }
 
 func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
-	hc := d.e.httpClient()
+	hc := d.e.HTTPClient()
 	hc.Timeout = 0
 	c, _, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
 		HTTPClient: hc, Subprotocols: []string{wire.Subprotocol},
@@ -77,8 +78,8 @@ func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
 func BenchmarkShimHop(b *testing.B) {
 	root := b.TempDir()
 	writeTree(b, root, map[string]string{"lib/main.dart": "void main() => runApp(const MyApp());\n"})
-	e := newEnv(b)
-	startFlyd(b, e, "--log-level", "info")
+	e := flytest.NewEnv(b)
+	flytest.StartFlyd(b, e, "--log-level", "info")
 	shim := viaShim(e)(b, "bench", root, nil)
 	direct := connectClient(b, "direct", directWS{e, root}, nil)
 	base := stdioBaseline(b, root)
@@ -158,8 +159,8 @@ func largeWorkspace(b testing.TB) string {
 // editor window costs today).
 func BenchmarkWarmFirstPage(b *testing.B) {
 	root := largeWorkspace(b)
-	e := newEnv(b)
-	startFlyd(b, e, "--log-level", "info")
+	e := flytest.NewEnv(b)
+	flytest.StartFlyd(b, e, "--log-level", "info")
 	connect := viaShim(e)
 	connect(b, "keeps-it-warm", root, nil)
 	ctx := context.Background()

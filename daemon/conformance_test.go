@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/internal/flytest"
 )
 
 // conformanceDir holds the third-party client checks and their npm
@@ -44,9 +46,9 @@ func conformanceDir(t *testing.T) string {
 // reads, subscribe with an update, and refused escapes.
 func TestThirdPartyClients(t *testing.T) {
 	dir := conformanceDir(t)
-	e := newEnv(t)
-	startFlyd(t, e)
-	_, flyctl := binaries(t)
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
+	_, flyctl := flytest.Binaries(t)
 
 	root := t.TempDir()
 	files := map[string]string{
@@ -58,7 +60,7 @@ func TestThirdPartyClients(t *testing.T) {
 	}
 	writeTree(t, root, files)
 	args, _ := json.Marshal([]string{"mcp", "--workspace", root})
-	vars := append(e.vars,
+	vars := append(e.Vars,
 		"FLY_CONF_COMMAND="+flyctl,
 		"FLY_CONF_ARGS="+string(args),
 		"FLY_CONF_TOUCH="+filepath.Join(root, "lib", "main.dart"),

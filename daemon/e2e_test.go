@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -88,8 +89,8 @@ func TestSharedWorkspaceInProcess(t *testing.T) {
 }
 
 func TestSharedWorkspaceThroughShim(t *testing.T) {
-	e := newEnv(t)
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
 	sharedScenario(t, viaShim(e), func() *Status {
 		st, err := getStatus(e)
 		if err != nil {
@@ -102,8 +103,8 @@ func TestSharedWorkspaceThroughShim(t *testing.T) {
 // TestPagingLargeWorkspace pages through thousands of files: every served
 // file exactly once, nothing skipped, secret or outside.
 func TestPagingLargeWorkspace(t *testing.T) {
-	e := newEnv(t)
-	startFlyd(t, e, "--page-size", "100")
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e, "--page-size", "100")
 	root := t.TempDir()
 	files := map[string]string{"pubspec.yaml": "name: big\n"}
 	want := map[string]bool{"workspace:///pubspec.yaml": true}
@@ -174,8 +175,8 @@ func TestEscapesRefused(t *testing.T) {
 	mustSymlink(t, sibling, filepath.Join(root, "lib", "dir_out"))
 	mustSymlink(t, "/etc/passwd", filepath.Join(root, "passwd.txt"))
 
-	e := newEnv(t)
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
 	cs := viaShim(e)(t, "attacker", root, nil)
 	attempts := []struct {
 		uri  string
@@ -257,8 +258,8 @@ func TestReadRanges(t *testing.T) {
 		"lib/bad.dart":  "ok \xff\xfe bytes",
 		"lib/big.dart":  big,
 	})
-	e := newEnv(t)
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
 	cs := viaShim(e)(t, "reader", root, nil)
 
 	text, meta := readText(t, cs, "workspace:///lib/main.dart")
@@ -289,18 +290,18 @@ func TestReadRanges(t *testing.T) {
 // TestSingleInstance: a second flyd on the same state dir exits at once,
 // naming the first one's pid.
 func TestSingleInstance(t *testing.T) {
-	e := newEnv(t)
-	first := startFlyd(t, e)
-	flyd, _ := binaries(t)
+	e := flytest.NewEnv(t)
+	first := flytest.StartFlyd(t, e)
+	flyd, _ := flytest.Binaries(t)
 	cmd := exec.Command(flyd, "run")
-	cmd.Env = e.vars
+	cmd.Env = e.Vars
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("second flyd: err = %v, want exit status 1\n%s", err, out)
 	}
-	want := fmt.Sprintf("flyd already running (pid %d)", first.cmd.Process.Pid)
+	want := fmt.Sprintf("flyd already running (pid %d)", first.Cmd.Process.Pid)
 	if !strings.Contains(string(out), want) {
 		t.Errorf("second flyd said %q, want it to contain %q", out, want)
 	}
@@ -315,15 +316,15 @@ func TestSingleInstance(t *testing.T) {
 // TestStaleSocket: after kill -9 the socket file stays behind; the next
 // flyd replaces it.
 func TestStaleSocket(t *testing.T) {
-	e := newEnv(t)
-	p := startFlyd(t, e)
-	p.kill(t)
-	if _, err := os.Lstat(e.paths.Socket); err != nil {
+	e := flytest.NewEnv(t)
+	p := flytest.StartFlyd(t, e)
+	p.Kill(t)
+	if _, err := os.Lstat(e.Paths.Socket); err != nil {
 		t.Fatalf("socket should be left behind by kill -9: %v", err)
 	}
-	startFlyd(t, e)
+	flytest.StartFlyd(t, e)
 	st, err := getStatus(e)
-	if err != nil || st.PID == p.cmd.Process.Pid {
+	if err != nil || st.PID == p.Cmd.Process.Pid {
 		t.Fatalf("new flyd status = %+v, %v", st, err)
 	}
 }
@@ -331,7 +332,7 @@ func TestStaleSocket(t *testing.T) {
 // TestShimStartsDaemon: with no flyd running, the shim starts one and the
 // client never notices.
 func TestShimStartsDaemon(t *testing.T) {
-	e := newEnv(t)
+	e := flytest.NewEnv(t)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
 	cs := viaShim(e)(t, "autostart", root, nil)
@@ -343,14 +344,14 @@ func TestShimStartsDaemon(t *testing.T) {
 	if text, _ := readText(t, cs, "workspace:///lib/main.dart"); text != "void main() {}\n" {
 		t.Fatalf("read through auto-started daemon = %q", text)
 	}
-	if _, err := os.Stat(e.paths.Log()); err != nil {
+	if _, err := os.Stat(e.Paths.Log()); err != nil {
 		t.Errorf("auto-started flyd has no log file: %v", err)
 	}
 }
 
 // stopPID stops a daemon the test did not start itself and waits until it
 // has removed its socket.
-func stopPID(t testing.TB, e *env, pid int) {
+func stopPID(t testing.TB, e *flytest.Env, pid int) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Errorf("stop flyd %d: %v", pid, err)
 		return
@@ -368,20 +369,20 @@ func stopPID(t testing.TB, e *env, pid int) {
 // TestShimExitsOnEOF: when the editor closes stdin the shim writes the
 // replies still in flight, then exits 0, leaving no process behind.
 func TestShimExitsOnEOF(t *testing.T) {
-	e := newEnv(t)
-	startFlyd(t, e)
-	_, flyctl := binaries(t)
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
+	_, flyctl := flytest.Binaries(t)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
 	cmd := exec.Command(flyctl, "mcp", "--workspace", root)
-	cmd.Env = e.vars
+	cmd.Env = e.Vars
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"workspace:///lib/main.dart"}}`,
 	}, "\n") + "\n"
 	cmd.Stdin = strings.NewReader(in) // EOF right after the last request
-	var stderr syncBuffer
+	var stderr flytest.Buffer
 	cmd.Stderr = &stderr
 	done := make(chan struct{})
 	var out []byte
@@ -417,8 +418,8 @@ func TestShimExitsOnEOF(t *testing.T) {
 // TestRecentSessionsSurviveRestart: fly://sessions/recent lists a session
 // that ended before flyd restarted, with what it did.
 func TestRecentSessionsSurviveRestart(t *testing.T) {
-	e := newEnv(t)
-	d := startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	d := flytest.StartFlyd(t, e)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
 	first := viaShim(e)(t, "first-editor", root, nil)
@@ -433,8 +434,8 @@ func TestRecentSessionsSurviveRestart(t *testing.T) {
 			t.Fatal("the first session never ended")
 		}
 	}
-	d.stop(t)
-	startFlyd(t, e)
+	d.Stop(t)
+	flytest.StartFlyd(t, e)
 
 	second := viaShim(e)(t, "second-editor", root, nil)
 	text, _ := readText(t, second, uriSessionsRecent)

@@ -1,189 +1,32 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	flypaths "github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// The real flyd and flyctl, built once per test binary.
-var bins struct {
-	once          sync.Once
-	dir           string
-	flyd, flyctl  string
-	err           error
-	buildOutput   []byte
-	removeOnClose bool
-}
 
 func TestMain(m *testing.M) {
 	if helper := os.Getenv("FLY_TEST_HELPER"); helper != "" {
 		os.Exit(runHelper(helper))
 	}
 	code := m.Run()
-	if bins.dir != "" {
-		os.RemoveAll(bins.dir)
-	}
+	flytest.Cleanup()
 	os.Exit(code)
 }
 
-// binaries builds cmd/flyd and cmd/flyctl (race-checked when the tests
-// are) and returns their paths.
-func binaries(t testing.TB) (flyd, flyctl string) {
-	t.Helper()
-	bins.once.Do(func() {
-		bins.dir, bins.err = os.MkdirTemp("", "flybin")
-		if bins.err != nil {
-			return
-		}
-		args := []string{"build", "-o", bins.dir + string(filepath.Separator)}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/fly-dev/fly/cmd/flyd", "github.com/fly-dev/fly/cmd/flyctl")
-		bins.buildOutput, bins.err = exec.Command("go", args...).CombinedOutput()
-		bins.flyd = filepath.Join(bins.dir, "flyd")
-		bins.flyctl = filepath.Join(bins.dir, "flyctl")
-	})
-	if bins.err != nil {
-		t.Fatalf("build binaries: %v\n%s", bins.err, bins.buildOutput)
-	}
-	return bins.flyd, bins.flyctl
-}
-
-// env is one isolated fly installation: its own socket and state dir.
-type env struct {
-	paths flypaths.Paths
-	vars  []string // FLY_SOCKET=..., FLY_STATE_DIR=... over os.Environ
-}
-
-// newEnv returns an isolated environment in a short temp dir (socket
-// paths must stay under 104 bytes, which t.TempDir can exceed).
-func newEnv(t testing.TB) *env {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "fly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := flypaths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state")}
-	return &env{paths: p, vars: append(os.Environ(), flypaths.EnvSocket+"="+p.Socket, flypaths.EnvStateDir+"="+p.StateDir)}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process to write while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// flydProc is a running flyd binary.
-type flydProc struct {
-	socket string
-	killed bool // by kill: it could not clean up
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan error
-}
-
-// startFlyd runs "flyd run" in e and waits until it answers. Cleanup
-// stops it with SIGTERM, as a service manager would, and checks it exits.
-func startFlyd(t testing.TB, e *env, args ...string) *flydProc {
-	t.Helper()
-	flyd, _ := binaries(t)
-	p := &flydProc{socket: e.paths.Socket, stderr: &syncBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(flyd, append([]string{"run", "--log-level", "debug"}, args...)...)
-	p.cmd.Env = e.vars
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }() // owned by p: drained by stop
-	t.Cleanup(func() { p.stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := getStatus(e); err == nil {
-			return p
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("flyd exited early: %v\n%s", err, p.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flyd did not answer within 30s\n%s", p.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit that removed the socket.
-func (p *flydProc) stop(t testing.TB) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.done <- err
-		if err != nil && !strings.Contains(err.Error(), "killed") {
-			t.Errorf("flyd exit after SIGTERM: %v\n%s", err, p.stderr)
-		}
-		if _, serr := os.Lstat(p.socket); err == nil && serr == nil && !p.killed {
-			t.Errorf("flyd left its socket %s behind after SIGTERM", p.socket)
-		}
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		t.Errorf("flyd did not stop within 20s of SIGTERM\n%s", p.stderr)
-	}
-}
-
-// kill kills flyd with SIGKILL, as a crash would, and waits for it.
-func (p *flydProc) kill(t testing.TB) {
-	t.Helper()
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	p.done <- <-p.done
-	p.killed = true
-}
-
-// httpClient talks HTTP to flyd over e's socket.
-func (e *env) httpClient() *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", e.paths.Socket)
-		},
-	}}
-}
-
-func getStatus(e *env) (*Status, error) {
-	resp, err := e.httpClient().Get("http://flyd" + wire.RouteStatus)
+func getStatus(e *flytest.Env) (*Status, error) {
+	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
 	if err != nil {
 		return nil, err
 	}
@@ -248,12 +91,12 @@ func (n *notes) waitListChanged(t testing.TB) {
 type connector func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession
 
 // viaShim connects a go-sdk client through a real "flyctl mcp" process.
-func viaShim(e *env) connector {
+func viaShim(e *flytest.Env) connector {
 	return func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession {
 		t.Helper()
-		_, flyctl := binaries(t)
+		_, flyctl := flytest.Binaries(t)
 		cmd := exec.Command(flyctl, "mcp", "--workspace", workspace)
-		cmd.Env = e.vars
+		cmd.Env = e.Vars
 		cmd.Stderr = os.Stderr
 		return connectClient(t, name, &mcp.CommandTransport{Command: cmd}, n)
 	}

@@ -20,22 +20,10 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// withFakeFlutter puts the fake flutter first on e's PATH, steered by
-// vars ("FAKE_FLUTTER_X=v"). Start flyd after calling it: the fake reads
-// its steering from flyd's environment, and the shim hands flyd the PATH.
-func withFakeFlutter(t testing.TB, e *env, vars ...string) {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := fakeflutter.Install(dir); err != nil {
-		t.Fatal(err)
-	}
-	e.vars = append(e.vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "FLY_TEST_HELPER=flutter")
-	e.vars = append(e.vars, vars...)
-}
 
 // flutterProject is a minimal project to run.
 func flutterProject(t testing.TB) string {
@@ -135,9 +123,9 @@ func findRun(runs []RunInfo, id string) (RunInfo, bool) {
 // TestRunSharedBetweenClients: client A starts the app; client B sees the
 // run, follows its log, hot-reloads and stops it; A sees it stopped.
 func TestRunSharedBetweenClients(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=50")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=50")
+	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	na, nb := newNotes(), newNotes()
 	a := viaShim(e)(t, "client-a", root, na)
@@ -197,9 +185,9 @@ func TestRunSharedBetweenClients(t *testing.T) {
 // TestBuildFailure: a failing build reports its exit code, the tail of
 // its log and a readable log, with progress notifications in order.
 func TestBuildFailure(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvBuildFail+"=1")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvBuildFail+"=1")
+	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 
 	var mu sync.Mutex
@@ -212,9 +200,9 @@ func TestBuildFailure(t *testing.T) {
 		progress = append(progress, r.Params.Progress)
 		messages = append(messages, r.Params.Message)
 	}
-	_, flyctl := binaries(t)
+	_, flyctl := flytest.Binaries(t)
 	cmd := exec.Command(flyctl, "mcp", "--workspace", root)
-	cmd.Env = e.vars
+	cmd.Env = e.Vars
 	c := mcp.NewClient(&mcp.Implementation{Name: "builder", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -253,9 +241,9 @@ func TestBuildFailure(t *testing.T) {
 
 // TestBuildSuccess reports the artifact path of a built apk.
 func TestBuildSuccess(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e)
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "builder", root, nil)
 	var out buildResult
@@ -291,9 +279,9 @@ func grandchildPID(t testing.TB, cs *mcp.ClientSession, uri string) int {
 // TestStopKillsWholeGroup: an app that ignores app.stop and SIGTERM and
 // has a grandchild leaves no process behind after flutter_stop.
 func TestStopKillsWholeGroup(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvIgnoreSIGTERM+"=1", fakeflutter.EnvGrandchild+"=inherit", fakeflutter.EnvWrongAppID+"=1")
-	startFlyd(t, e, "--stop-grace", "500ms")
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvIgnoreSIGTERM+"=1", fakeflutter.EnvGrandchild+"=inherit", fakeflutter.EnvWrongAppID+"=1")
+	flytest.StartFlyd(t, e, "--stop-grace", "500ms")
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "stopper", root, nil)
 	var started runOut
@@ -324,9 +312,9 @@ func TestStopKillsWholeGroup(t *testing.T) {
 // TestCancelBuildKillsGroup: cancelling a flutter_build call kills its
 // process group, grandchild included.
 func TestCancelBuildKillsGroup(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvStartupMS+"=60000", fakeflutter.EnvGrandchild+"=1", fakeflutter.EnvIgnoreSIGTERM+"=1")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvStartupMS+"=60000", fakeflutter.EnvGrandchild+"=1", fakeflutter.EnvIgnoreSIGTERM+"=1")
+	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "canceller", root, nil)
 	watcher := viaShim(e)(t, "watcher", root, nil)
@@ -362,12 +350,12 @@ func TestCancelBuildKillsGroup(t *testing.T) {
 // the run interrupted, kills its leftover process group, keeps its log and
 // continues its seq; a second flyd on the same state dir fails fast.
 func TestRestartKeepsRuns(t *testing.T) {
-	e := newEnv(t)
+	e := flytest.NewEnv(t)
 	// The app prints a few lines, then goes quiet: an app that keeps
 	// printing after flyd dies is killed by SIGPIPE, and this test needs
 	// one that outlives its daemon.
-	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=10", fakeflutter.EnvLines+"=5")
-	d := startFlyd(t, e)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=10", fakeflutter.EnvLines+"=5")
+	d := flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "before", root, nil)
 	var started runOut
@@ -388,11 +376,11 @@ func TestRestartKeepsRuns(t *testing.T) {
 	ri, _ := findRun(listed.Runs, started.RunID)
 	cs.Close()
 
-	d.kill(t)
+	d.Kill(t)
 	if !alive(ri.PID) {
 		t.Fatalf("the app died with flyd; the test needs it orphaned")
 	}
-	startFlyd(t, e)
+	flytest.StartFlyd(t, e)
 	waitGone(t, "orphaned app of the killed flyd", ri.PID)
 
 	cs2 := viaShim(e)(t, "after", root, nil)
@@ -424,9 +412,9 @@ func TestRestartKeepsRuns(t *testing.T) {
 	}
 
 	// A second flyd on the same state dir fails fast.
-	flyd, _ := binaries(t)
+	flyd, _ := flytest.Binaries(t)
 	second := exec.Command(flyd, "run")
-	second.Env = e.vars
+	second.Env = e.Vars
 	start := time.Now()
 	out, err := second.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "already running") || time.Since(start) > 10*time.Second {
@@ -438,9 +426,9 @@ func TestRestartKeepsRuns(t *testing.T) {
 // and then stops reading its socket with megabytes of replies pending;
 // client B, subscribed to the same log, keeps getting its updates on time.
 func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=5")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=5")
+	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	writeTree(t, root, map[string]string{"lib/big.dart": strings.Repeat("// padding padding\n", 50_000)}) // ~1 MB
 	nb := newNotes()
@@ -452,7 +440,7 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 
 	// A: a raw WebSocket client that subscribes, asks for 40 MB and never reads.
 	ctx := context.Background()
-	hc := e.httpClient()
+	hc := e.HTTPClient()
 	hc.Timeout = 0
 	a, _, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
 		HTTPClient: hc, Subprotocols: []string{wire.Subprotocol},
@@ -505,9 +493,9 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 // logs_read with grep, the live-run limit, and a missing flutter, each as
 // a client sees them.
 func TestOneShotToolsAndLimits(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=100")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=100")
+	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "tools", root, nil)
 
@@ -558,8 +546,8 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": r2.RunID}, nil)
 
 	// A session whose PATH has no flutter gets an error that says how to fix it.
-	bare := newEnv(t)
-	startFlyd(t, bare)
+	bare := flytest.NewEnv(t)
+	flytest.StartFlyd(t, bare)
 	noFlutter := viaShim(bare)(t, "no-flutter", root, nil)
 	res := callTool(t, noFlutter, "flutter_run", nil, nil)
 	if msg := toolText(res); !res.IsError || !strings.Contains(msg, "flutter not found") || !strings.Contains(msg, "--flutter") {

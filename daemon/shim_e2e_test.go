@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/store"
 )
 
@@ -29,16 +30,16 @@ const restartedMessage = "flyd restarted; the request was not replayed, send it 
 // viaShimNoStart is viaShim with a shim that cannot start a flyd of its
 // own (its --flyd exits at once), so that the flyd the test starts after
 // a kill is the one that answers, however slow the machine.
-func viaShimNoStart(e *env) connector {
+func viaShimNoStart(e *flytest.Env) connector {
 	return func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession {
 		t.Helper()
-		_, flyctl := binaries(t)
+		_, flyctl := flytest.Binaries(t)
 		falseBin, err := exec.LookPath("false")
 		if err != nil {
 			t.Skip("no false binary")
 		}
 		cmd := exec.Command(flyctl, "mcp", "--workspace", workspace, "--flyd", falseBin)
-		cmd.Env = e.vars
+		cmd.Env = e.Vars
 		cmd.Stderr = os.Stderr
 		return connectClient(t, name, &mcp.CommandTransport{Command: cmd}, n)
 	}
@@ -50,9 +51,9 @@ func viaShimNoStart(e *env) connector {
 // call in flight at a kill fails with the restart error and is not
 // replayed.
 func TestShimSurvivesRestart(t *testing.T) {
-	e := newEnv(t)
-	withFakeFlutter(t, e, fakeflutter.EnvTickMS+"=20")
-	first := startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
+	first := flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	n := newNotes()
 	cs := viaShimNoStart(e)(t, "survivor", root, n)
@@ -73,10 +74,10 @@ func TestShimSurvivesRestart(t *testing.T) {
 	n.waitUpdated(t, mainURI)
 
 	// Restart 1: kill -9, then a flyd whose builds take a minute.
-	first.kill(t)
+	first.Kill(t)
 	slow := *e
-	slow.vars = append(slices.Clone(e.vars), fakeflutter.EnvStartupMS+"=60000")
-	second := startFlyd(t, &slow)
+	slow.Vars = append(slices.Clone(e.Vars), fakeflutter.EnvStartupMS+"=60000")
+	second := flytest.StartFlyd(t, &slow)
 
 	var listed runsOut
 	callTool(t, cs, "runs_list", nil, &listed)
@@ -104,7 +105,7 @@ func TestShimSurvivesRestart(t *testing.T) {
 		done <- err
 	}()
 	waitBuilding(t, cs)
-	second.kill(t)
+	second.Kill(t)
 	select {
 	case err := <-done:
 		var we *jsonrpc.Error
@@ -114,7 +115,7 @@ func TestShimSurvivesRestart(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the build in flight at the kill got no reply within 30s")
 	}
-	startFlyd(t, e)
+	flytest.StartFlyd(t, e)
 
 	callTool(t, cs, "runs_list", nil, &listed)
 	var builds []RunInfo
@@ -154,14 +155,14 @@ type shimProc struct {
 	stdin  io.WriteCloser
 	stdout *os.File
 	out    *bufio.Reader
-	stderr *syncBuffer
+	stderr *flytest.Buffer
 }
 
-func newShimProc(t *testing.T, e *env, workspace string) *shimProc {
+func newShimProc(t *testing.T, e *flytest.Env, workspace string) *shimProc {
 	t.Helper()
-	_, flyctl := binaries(t)
-	p := &shimProc{cmd: exec.Command(flyctl, "mcp", "--workspace", workspace), stderr: &syncBuffer{}}
-	p.cmd.Env = e.vars
+	_, flyctl := flytest.Binaries(t)
+	p := &shimProc{cmd: exec.Command(flyctl, "mcp", "--workspace", workspace), stderr: &flytest.Buffer{}}
+	p.cmd.Env = e.Vars
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -212,9 +213,9 @@ func (p *shimProc) request(t *testing.T, line string) map[string]any {
 
 // flydPIDs lists the flyd processes running for e: its binary with
 // "run", and e's state dir in their environment.
-func flydPIDs(t *testing.T, e *env) []int {
+func flydPIDs(t *testing.T, e *flytest.Env) []int {
 	t.Helper()
-	flyd, _ := binaries(t)
+	flyd, _ := flytest.Binaries(t)
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Skip("no /proc")
@@ -237,7 +238,7 @@ func flydPIDs(t *testing.T, e *env) []int {
 		if err != nil {
 			continue
 		}
-		if slices.Contains(strings.Split(string(environ), "\x00"), "FLY_STATE_DIR="+e.paths.StateDir) {
+		if slices.Contains(strings.Split(string(environ), "\x00"), "FLY_STATE_DIR="+e.Paths.StateDir) {
 			pids = append(pids, pid)
 		}
 	}
@@ -247,7 +248,7 @@ func flydPIDs(t *testing.T, e *env) []int {
 // TestShimsStartOneFlyd: two shims started at the same instant with no
 // daemon running both connect, and exactly one flyd was started.
 func TestShimsStartOneFlyd(t *testing.T) {
-	e := newEnv(t)
+	e := flytest.NewEnv(t)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
 	a, b := newShimProc(t, e, root), newShimProc(t, e, root)

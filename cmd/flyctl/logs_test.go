@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
 // follower is a "flyctl logs tail -f" running in the background.
 type follower struct {
-	stdout, stderr cliBuffer
+	stdout, stderr flytest.Buffer
 	done           chan error
 	cancel         context.CancelFunc
 }
@@ -111,18 +112,18 @@ func checkFollowed(t *testing.T, out, want string) map[int]string {
 // restarted flyd without printing a line twice or skipping one, and
 // ends with the run marked interrupted.
 func TestFollowSurvivesFlydCrash(t *testing.T) {
-	e := newCLIEnv(t)
-	e.withFakeFlutter(t, fakeflutter.EnvTickMS+"=30")
-	flyd := startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=30")
+	flyd := flytest.StartFlyd(t, e)
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
-	f := startFollow(t, e.getenv, id, "-f", "-o", "json", "-n", "all")
+	f := startFollow(t, e.Getenv, id, "-f", "-o", "json", "-n", "all")
 	f.waitLines(t, "tick", 10)
 	time.Sleep(100 * time.Millisecond) // let the store commit what was sent
-	flyd.kill(t)
+	flyd.Kill(t)
 	time.Sleep(300 * time.Millisecond) // the follow retries against no daemon
-	startFlyd(t, e)
+	flytest.StartFlyd(t, e)
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
 	}
@@ -134,7 +135,7 @@ func TestFollowSurvivesFlydCrash(t *testing.T) {
 	// Every line the restarted flyd has was followed, each seq meaning the
 	// same line: flyd never reuses a seq a follower may have seen, even
 	// for lines the crash lost before they were stored.
-	for _, l := range jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", id, "-n", "all", "-o", "json")) {
+	for _, l := range jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "all", "-o", "json")) {
 		if l["type"] != "entry" {
 			continue // the crash's gap, checked above
 		}
@@ -153,22 +154,22 @@ func TestFollowSurvivesFlydCrash(t *testing.T) {
 // connection is cut twice resumes each time without a duplicate or a
 // hole, and ends when the run is stopped.
 func TestFollowSurvivesDroppedConnections(t *testing.T) {
-	e := newCLIEnv(t)
-	e.withFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
+	flytest.StartFlyd(t, e)
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
-	proxy := newUnixProxy(t, filepath.Join(e.dir, "proxy.sock"), e.socket)
+	proxy := newUnixProxy(t, filepath.Join(e.Dir, "proxy.sock"), e.Paths.Socket)
 	viaProxy := *e
-	viaProxy.socket = filepath.Join(e.dir, "proxy.sock")
-	f := startFollow(t, viaProxy.getenv, id, "-f", "-o", "json", "-n", "3")
+	viaProxy.Paths.Socket = filepath.Join(e.Dir, "proxy.sock")
+	f := startFollow(t, viaProxy.Getenv, id, "-f", "-o", "json", "-n", "3")
 	f.waitLines(t, "tick", 5)
 	proxy.drop()
 	f.waitLines(t, "tick", 15)
 	proxy.drop()
 	f.waitLines(t, "tick", 25)
-	mustFlyctl(t, e.getenv, "stop", id)
+	mustFlyctl(t, e.Getenv, "stop", id)
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
 	}
@@ -180,7 +181,7 @@ func TestFollowSurvivesDroppedConnections(t *testing.T) {
 	// Exactly the log from the first followed line on.
 	first := int(jsonLines(t, f.stdout.String())[0]["seq"].(float64))
 	want := map[int]string{}
-	for _, l := range jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", id, "-n", "all", "-o", "json")) {
+	for _, l := range jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "all", "-o", "json")) {
 		if seq := int(l["seq"].(float64)); seq >= first {
 			want[seq] = fmt.Sprint(l["text"])
 		}
@@ -199,16 +200,16 @@ func TestFollowSurvivesDroppedConnections(t *testing.T) {
 // so a follow ends with "stopped", either straight from the old daemon
 // or from the new one after a reconnect.
 func TestFollowAcrossFlydRestart(t *testing.T) {
-	e := newCLIEnv(t)
-	e.withFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
-	flyd := startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
+	flyd := flytest.StartFlyd(t, e)
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
-	f := startFollow(t, e.getenv, id, "-f", "-o", "json")
+	f := startFollow(t, e.Getenv, id, "-f", "-o", "json")
 	f.waitLines(t, "tick", 5)
-	flyd.stop(t)
-	startFlyd(t, e)
+	flyd.Stop(t)
+	flytest.StartFlyd(t, e)
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
 	}
@@ -218,13 +219,13 @@ func TestFollowAcrossFlydRestart(t *testing.T) {
 // TestExitStatus: --exit-status turns a crashed run into exit 1, with -f
 // and without; without it the exit is 0.
 func TestExitStatus(t *testing.T) {
-	e := newCLIEnv(t)
-	e.withFakeFlutter(t, fakeflutter.EnvTickMS+"=20", fakeflutter.EnvCrashAfter+"=5")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20", fakeflutter.EnvCrashAfter+"=5")
+	flytest.StartFlyd(t, e)
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
-	out, errs, code := flyctl(t, e.getenv, "logs", "tail", id, "-f", "--exit-status")
+	out, errs, code := flyctl(t, e.Getenv, "logs", "tail", id, "-f", "--exit-status")
 	want := fmt.Sprintf("-- run %s exited: failed (exit code %d) --\n", id, fakeflutter.CrashExitCode)
 	if code != 1 || !strings.HasSuffix(out, want) || !strings.Contains(errs, "exit code 255") {
 		t.Errorf("logs tail -f --exit-status of a crashing run: exit %d, stdout ends %q, stderr %q; want 1, %q", code, lastLine(out), errs, want)
@@ -232,13 +233,13 @@ func TestExitStatus(t *testing.T) {
 	if !strings.Contains(out, "Lost connection to device.") {
 		t.Errorf("the followed log lacks the crash:\n%s", out)
 	}
-	if _, _, code := flyctl(t, e.getenv, "logs", "tail", id, "-f"); code != 0 {
+	if _, _, code := flyctl(t, e.Getenv, "logs", "tail", id, "-f"); code != 0 {
 		t.Errorf("logs tail -f of a crashed run exits %d, want 0 without --exit-status", code)
 	}
-	if _, _, code := flyctl(t, e.getenv, "logs", "tail", id, "--exit-status"); code != 1 {
+	if _, _, code := flyctl(t, e.Getenv, "logs", "tail", id, "--exit-status"); code != 1 {
 		t.Errorf("logs tail --exit-status (no -f) of a crashed run exits %d, want 1", code)
 	}
-	if _, _, code := flyctl(t, e.getenv, "logs", "tail", id); code != 0 {
+	if _, _, code := flyctl(t, e.Getenv, "logs", "tail", id); code != 0 {
 		t.Errorf("logs tail of a crashed run exits %d, want 0", code)
 	}
 }
@@ -251,15 +252,15 @@ func lastLine(s string) string {
 // TestCursorFile: a second call with the same --cursor-file prints only
 // the lines that came after the first one's last.
 func TestCursorFile(t *testing.T) {
-	e := newCLIEnv(t)
-	e.withFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
-	startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
+	flytest.StartFlyd(t, e)
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
-	waitLog(t, e.getenv, id, "3 ticks", func(l []map[string]any) bool { return countTicks(l) >= 3 })
+	waitLog(t, e.Getenv, id, "3 ticks", func(l []map[string]any) bool { return countTicks(l) >= 3 })
 	cursor := filepath.Join(t.TempDir(), "cursor")
 
-	first := jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", id, "-o", "json", "-n", "3", "--cursor-file", cursor))
+	first := jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-o", "json", "-n", "3", "--cursor-file", cursor))
 	if len(first) != 3 {
 		t.Fatalf("first call printed %d lines, want 3", len(first))
 	}
@@ -268,10 +269,10 @@ func TestCursorFile(t *testing.T) {
 		t.Fatalf("cursor file = %q (%v), want %q", b, err, want)
 	}
 	lastSeq := int(first[2]["seq"].(float64))
-	waitLog(t, e.getenv, id, "newer lines", func(l []map[string]any) bool { return int(l[len(l)-1]["seq"].(float64)) > lastSeq+3 })
+	waitLog(t, e.Getenv, id, "newer lines", func(l []map[string]any) bool { return int(l[len(l)-1]["seq"].(float64)) > lastSeq+3 })
 
 	// The cursor names the run: no RUN needed.
-	second := jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", "-o", "json", "--cursor-file", cursor))
+	second := jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", "-o", "json", "--cursor-file", cursor))
 	if len(second) < 3 || int(second[0]["seq"].(float64)) != lastSeq+1 {
 		t.Fatalf("second call = %v, want every line after seq %d", second, lastSeq)
 	}
@@ -288,10 +289,10 @@ func TestCursorFile(t *testing.T) {
 	// A follow stopped with Ctrl-C (its context cancelled) stores its
 	// cursor too.
 	ctx, cancel := context.WithCancel(context.Background())
-	var out cliBuffer
+	var out flytest.Buffer
 	done := make(chan error, 1)
 	go func() { // owned by this test: waited for below
-		done <- run(ctx, []string{"logs", "tail", "--cursor-file", cursor, "-f", "-o", "json"}, e.getenv, strings.NewReader(""), &out, &bytes.Buffer{})
+		done <- run(ctx, []string{"logs", "tail", "--cursor-file", cursor, "-f", "-o", "json"}, e.Getenv, strings.NewReader(""), &out, &bytes.Buffer{})
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for strings.Count(out.String(), "\n") < 3 && time.Now().Before(deadline) {
@@ -313,18 +314,18 @@ func TestCursorFile(t *testing.T) {
 	// A cursor file that does not exist yet: the last 10 lines, as
 	// without one.
 	fresh := filepath.Join(t.TempDir(), "fresh")
-	if got := jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", id, "-o", "json", "--cursor-file", fresh)); len(got) != 10 {
+	if got := jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-o", "json", "--cursor-file", fresh)); len(got) != 10 {
 		t.Errorf("with a new cursor file: %d lines, want the last 10", len(got))
 	}
 
 	// A cursor of another run is not applied.
 	os.WriteFile(cursor, []byte("01otherrun:5\n"), 0o644)
-	out2, errs, code := flyctl(t, e.getenv, "logs", "tail", id, "-n", "1", "--cursor-file", cursor)
+	out2, errs, code := flyctl(t, e.Getenv, "logs", "tail", id, "-n", "1", "--cursor-file", cursor)
 	if code != 0 || strings.Count(out2, "\n") != 1 || !strings.Contains(errs, "is for run 01otherrun") {
 		t.Errorf("a cursor of another run: exit %d, stdout %q, stderr %q; want 0, one line, a note", code, out2, errs)
 	}
 	os.WriteFile(cursor, []byte("garbage"), 0o644)
-	if _, errs, code := flyctl(t, e.getenv, "logs", "tail", id, "--cursor-file", cursor); code != 1 || !strings.Contains(errs, "not a cursor") {
+	if _, errs, code := flyctl(t, e.Getenv, "logs", "tail", id, "--cursor-file", cursor); code != 1 || !strings.Contains(errs, "not a cursor") {
 		t.Errorf("a malformed cursor file: exit %d, stderr %q; want 1 and why", code, errs)
 	}
 }
@@ -376,10 +377,10 @@ func scriptEntry(seq int, text string) string {
 	return fmt.Sprintf(`{"type":"entry","seq":%d,"time":"2025-01-02T15:04:05.5Z","stream":"stdout","text":%q}`, seq, text)
 }
 
-func serveScript(t *testing.T, e *cliEnv, s *scriptedFlyd) {
+func serveScript(t *testing.T, e *flytest.Env, s *scriptedFlyd) {
 	t.Helper()
-	os.MkdirAll(filepath.Dir(e.socket), 0o700)
-	ln, err := net.Listen("unix", e.socket)
+	os.MkdirAll(filepath.Dir(e.Paths.Socket), 0o700)
+	ln, err := net.Listen("unix", e.Paths.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,10 +402,10 @@ func TestTailScripted(t *testing.T) {
 		}}
 	}
 
-	e := newCLIEnv(t)
+	e := flytest.NewEnv(t)
 	s := script()
 	serveScript(t, e, s)
-	out, errs, code := flyctl(t, e.getenv, "logs", "tail", "r1", "-f", "--exit-status")
+	out, errs, code := flyctl(t, e.Getenv, "logs", "tail", "r1", "-f", "--exit-status")
 	want := `stdout one
 stdout two
 -- 3 lines lost (no longer in flyd's log); resuming at seq 6 --
@@ -421,9 +422,9 @@ stdout nine
 		t.Errorf("queries = %s, want %s", got, want)
 	}
 
-	e = newCLIEnv(t)
+	e = flytest.NewEnv(t)
 	serveScript(t, e, script())
-	out, _, code = flyctl(t, e.getenv, "logs", "tail", "r1", "-f", "-o", "json")
+	out, _, code = flyctl(t, e.Getenv, "logs", "tail", "r1", "-f", "-o", "json")
 	wantJSON := `{"type":"entry","seq":1,"time":"2025-01-02T15:04:05.5Z","stream":"stdout","text":"one","cursor":"r1:1"}
 {"type":"entry","seq":2,"time":"2025-01-02T15:04:05.5Z","stream":"stdout","text":"two","cursor":"r1:2"}
 {"type":"gap","seq":5,"time":"2025-01-02T15:04:06Z","lost":3,"resume":6,"text":"… 3 lines lost","cursor":"r1:5"}
@@ -438,7 +439,7 @@ stdout nine
 	}
 
 	// A 4xx while reconnecting is final.
-	e = newCLIEnv(t)
+	e = flytest.NewEnv(t)
 	serveScript(t, e, &scriptedFlyd{replies: []func(http.ResponseWriter){
 		scriptLines(`{"type":"end","state":"running","exit_code":null,"last_seq":4}`),
 		scriptLines(scriptEntry(5, "five"), "drop"),
@@ -447,15 +448,15 @@ stdout nine
 			w.Write([]byte(`{"error":"no such run \"r1\"","hint":"list the runs with: flyctl runs --all"}`))
 		},
 	}})
-	out, errs, code = flyctl(t, e.getenv, "logs", "tail", "r1", "-f", "-n", "0")
+	out, errs, code = flyctl(t, e.Getenv, "logs", "tail", "r1", "-f", "-n", "0")
 	if out != "stdout five\n" || code != 1 || !strings.Contains(errs, `no such run "r1"; list the runs with: flyctl runs --all`) {
 		t.Errorf("a 404 on reconnect: exit %d, stdout %q, stderr %q; want 1 after the line, with the hint", code, out, errs)
 	}
 
 	// Without -f, a dropped stream is an error, not a silent short log.
-	e = newCLIEnv(t)
+	e = flytest.NewEnv(t)
 	serveScript(t, e, &scriptedFlyd{replies: []func(http.ResponseWriter){scriptLines(scriptEntry(1, "one"), "drop")}})
-	if out, errs, code := flyctl(t, e.getenv, "logs", "tail", "r1"); code != 1 || out != "stdout one\n" || !strings.Contains(errs, "dropped") {
+	if out, errs, code := flyctl(t, e.Getenv, "logs", "tail", "r1"); code != 1 || out != "stdout one\n" || !strings.Contains(errs, "dropped") {
 		t.Errorf("a drop without -f: exit %d, stdout %q, stderr %q; want 1", code, out, errs)
 	}
 }

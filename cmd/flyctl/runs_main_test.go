@@ -14,12 +14,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
-	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,183 +34,8 @@ func TestMain(m *testing.M) {
 		cliTestdata = filepath.Join(wd, "testdata", "cli") // tests may t.Chdir
 	}
 	code := m.Run()
-	if cliBins.dir != "" {
-		os.RemoveAll(cliBins.dir)
-	}
+	flytest.Cleanup()
 	os.Exit(code)
-}
-
-// cliBins are the real flyd and flyctl, built once per test binary
-// (race-checked when the tests are).
-var cliBins struct {
-	once         sync.Once
-	dir          string
-	flyd, flyctl string
-	err          error
-	out          []byte
-}
-
-func cliBinaries(t testing.TB) (flyd, flyctl string) {
-	t.Helper()
-	cliBins.once.Do(func() {
-		cliBins.dir, cliBins.err = os.MkdirTemp("", "flyctlbin")
-		if cliBins.err != nil {
-			return
-		}
-		args := []string{"build", "-o", cliBins.dir + string(filepath.Separator)}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/fly-dev/fly/cmd/flyd", "github.com/fly-dev/fly/cmd/flyctl")
-		cliBins.out, cliBins.err = exec.Command("go", args...).CombinedOutput()
-		cliBins.flyd = filepath.Join(cliBins.dir, "flyd")
-		cliBins.flyctl = filepath.Join(cliBins.dir, "flyctl")
-	})
-	if cliBins.err != nil {
-		t.Fatalf("build flyd and flyctl: %v\n%s", cliBins.err, cliBins.out)
-	}
-	return cliBins.flyd, cliBins.flyctl
-}
-
-// cliEnv is one isolated fly installation in a short temp dir (socket
-// paths are capped at 104 bytes, which t.TempDir can exceed).
-type cliEnv struct {
-	dir      string
-	socket   string // what flyctl dials (see proxy)
-	stateDir string
-	vars     []string // the environment of the processes it starts
-}
-
-func newCLIEnv(t testing.TB) *cliEnv {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "flyctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &cliEnv{dir: dir, socket: filepath.Join(dir, "run", "flyd.sock"), stateDir: filepath.Join(dir, "state")}
-	e.vars = append(os.Environ(), paths.EnvSocket+"="+e.socket, paths.EnvStateDir+"="+e.stateDir)
-	return e
-}
-
-// getenv is the environment of the in-process flyctl: only fly's paths.
-func (e *cliEnv) getenv(k string) string {
-	switch k {
-	case paths.EnvSocket:
-		return e.socket
-	case paths.EnvStateDir:
-		return e.stateDir
-	}
-	return ""
-}
-
-// withFakeFlutter puts the fake flutter first on the PATH the shim hands
-// flyd, steered by vars ("FAKE_FLUTTER_X=v", read from flyd's
-// environment). Call it before startFlyd.
-func (e *cliEnv) withFakeFlutter(t testing.TB, vars ...string) {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := fakeflutter.Install(dir); err != nil {
-		t.Fatal(err)
-	}
-	e.vars = append(e.vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "FLY_TEST_HELPER=flutter")
-	e.vars = append(e.vars, vars...)
-}
-
-// cliBuffer is a bytes.Buffer that a flyctl goroutine may write while
-// the test reads it.
-type cliBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *cliBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *cliBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// flydProcess is a running flyd binary.
-type flydProcess struct {
-	cmd    *exec.Cmd
-	stderr *cliBuffer
-	done   chan error // the Wait result, put back by whoever takes it
-}
-
-// startFlyd runs "flyd run" in e and waits until it answers. Cleanup
-// stops it with SIGTERM unless the test did.
-func startFlyd(t testing.TB, e *cliEnv, args ...string) *flydProcess {
-	t.Helper()
-	flyd, _ := cliBinaries(t)
-	p := &flydProcess{stderr: &cliBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(flyd, append([]string{"run", "--log-level", "debug"}, args...)...)
-	p.cmd.Env = e.vars
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }() // owned by p: drained by stop or kill
-	t.Cleanup(func() { p.stop(t) })
-	c, err := newClient(e.getenvReal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		var st status
-		err := c.getJSON(ctx, wire.RouteStatus, &st)
-		cancel()
-		if err == nil && st.PID == p.cmd.Process.Pid {
-			return p
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("flyd exited early: %v\n%s", err, p.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flyd did not answer within 30s (%v)\n%s", err, p.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// getenvReal is getenv with flyd's own socket, even when flyctl is
-// pointed at a proxy.
-func (e *cliEnv) getenvReal(k string) string {
-	if k == paths.EnvSocket {
-		return filepath.Join(e.dir, "run", "flyd.sock")
-	}
-	return e.getenv(k)
-}
-
-// stop sends SIGTERM, as a service manager would, and waits for the exit.
-func (p *flydProcess) stop(t testing.TB) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		t.Errorf("flyd did not stop within 30s of SIGTERM\n%s", p.stderr)
-	}
-}
-
-// kill kills flyd with SIGKILL, as a crash would, and waits for it.
-func (p *flydProcess) kill(t testing.TB) {
-	t.Helper()
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	p.done <- <-p.done
 }
 
 // flutterProject makes a minimal Flutter project; its path has symlinks
@@ -239,12 +63,12 @@ func flutterProject(t testing.TB) string {
 
 // mcpSession connects a go-sdk client to flyd through the built
 // "flyctl mcp", bound to root. It returns the shim's pid too.
-func mcpSession(t testing.TB, e *cliEnv, root string) (*mcp.ClientSession, int) {
+func mcpSession(t testing.TB, e *flytest.Env, root string) (*mcp.ClientSession, int) {
 	t.Helper()
-	_, flyctl := cliBinaries(t)
+	_, flyctl := flytest.Binaries(t)
 	cmd := exec.Command(flyctl, "mcp", "--workspace", root)
-	cmd.Env = e.vars
-	shimLog := &cliBuffer{}
+	cmd.Env = e.Vars
+	shimLog := &flytest.Buffer{}
 	cmd.Stderr = shimLog
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -20,16 +21,16 @@ import (
 // with one live run of the fake app, comparing their output with
 // goldens.
 func TestCLIAgainstFlyd(t *testing.T) {
-	e := newCLIEnv(t)
-	e.withFakeFlutter(t, fakeflutter.EnvTickMS+"=5", fakeflutter.EnvLines+"=20", fakeflutter.EnvAppID+"=app-1")
-	flyd := startFlyd(t, e)
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=5", fakeflutter.EnvLines+"=20", fakeflutter.EnvAppID+"=app-1")
+	flyd := flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	cs, shimPID := mcpSession(t, e, root)
 	id := startRun(t, cs)
-	waitLog(t, e.getenv, id, "20 ticks", func(l []map[string]any) bool { return countTicks(l) == 20 })
+	waitLog(t, e.Getenv, id, "20 ticks", func(l []map[string]any) bool { return countTicks(l) == 20 })
 
 	var ri runInfo
-	if err := json.Unmarshal([]byte(mustFlyctl(t, e.getenv, "runs", "--all", "--json")), &struct {
+	if err := json.Unmarshal([]byte(mustFlyctl(t, e.Getenv, "runs", "--all", "--json")), &struct {
 		Runs []*runInfo `json:"runs"`
 	}{Runs: []*runInfo{&ri}}); err != nil {
 		t.Fatal(err)
@@ -40,9 +41,9 @@ func TestCLIAgainstFlyd(t *testing.T) {
 	n := &normalizer{}
 	n.add(id, "<RUN>")
 	n.add(root, "<ROOT>")
-	n.add(e.socket, "<SOCKET>")
-	n.add(e.stateDir, "<STATE>")
-	pids := map[int]string{flyd.cmd.Process.Pid: "<FLYD_PID>", shimPID: "<SHIM_PID>", ri.PID: "<RUN_PID>"}
+	n.add(e.Paths.Socket, "<SOCKET>")
+	n.add(e.Paths.StateDir, "<STATE>")
+	pids := map[int]string{flyd.Cmd.Process.Pid: "<FLYD_PID>", shimPID: "<SHIM_PID>", ri.PID: "<RUN_PID>"}
 	norm := func(s string) string {
 		s = n.apply(s)
 		for pid, name := range pids {
@@ -53,13 +54,13 @@ func TestCLIAgainstFlyd(t *testing.T) {
 
 	// The workspace is listed once it is indexed.
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(mustFlyctl(t, e.getenv, "status"), root) && time.Now().Before(deadline) {
+	for !strings.Contains(mustFlyctl(t, e.Getenv, "status"), root) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Run("status", func(t *testing.T) {
-		checkCLIGolden(t, "status.golden", norm(mustFlyctl(t, e.getenv, "status")))
+		checkCLIGolden(t, "status.golden", norm(mustFlyctl(t, e.Getenv, "status")))
 		var st map[string]any
-		if err := json.Unmarshal([]byte(mustFlyctl(t, e.getenv, "status", "--json")), &st); err != nil {
+		if err := json.Unmarshal([]byte(mustFlyctl(t, e.Getenv, "status", "--json")), &st); err != nil {
 			t.Fatalf("status --json: %v", err)
 		}
 		for _, k := range []string{"version", "pid", "socket", "state_dir", "db_bytes", "sessions", "workspaces", "runs"} {
@@ -69,21 +70,21 @@ func TestCLIAgainstFlyd(t *testing.T) {
 		}
 	})
 	t.Run("runs", func(t *testing.T) {
-		out := mustFlyctl(t, e.getenv, "runs", "--all")
+		out := mustFlyctl(t, e.Getenv, "runs", "--all")
 		checkCLIGolden(t, "runs.golden", norm(out))
-		if got := mustFlyctl(t, e.getenv, "runs", "--workspace", root); got != out {
+		if got := mustFlyctl(t, e.Getenv, "runs", "--workspace", root); got != out {
 			t.Errorf("runs --workspace ROOT =\n%s\nwant the same as runs --all:\n%s", got, out)
 		}
 		t.Chdir(filepath.Join(root, "lib"))
-		if got := mustFlyctl(t, e.getenv, "runs"); got != out {
+		if got := mustFlyctl(t, e.Getenv, "runs"); got != out {
 			t.Errorf("runs in a subdirectory of the workspace =\n%s\nwant the same as runs --all:\n%s", got, out)
 		}
 	})
 	t.Run("logs tail -n 5", func(t *testing.T) {
-		checkCLIGolden(t, "logs_tail_n5.golden", norm(mustFlyctl(t, e.getenv, "logs", "tail", id, "-n", "5")))
+		checkCLIGolden(t, "logs_tail_n5.golden", norm(mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "5")))
 	})
 	t.Run("logs tail -o json -n 3", func(t *testing.T) {
-		out := mustFlyctl(t, e.getenv, "logs", "tail", id, "-o", "json", "-n", "3")
+		out := mustFlyctl(t, e.Getenv, "logs", "tail", id, "-o", "json", "-n", "3")
 		checkCLIGolden(t, "logs_tail_json_n3.golden", norm(out))
 		lines := jsonLines(t, out)
 		for _, l := range lines {
@@ -91,91 +92,91 @@ func TestCLIAgainstFlyd(t *testing.T) {
 				t.Errorf("line %v: cursor = %v, want %s", l, l["cursor"], want)
 			}
 		}
-		if got := mustFlyctl(t, e.getenv, "logs", "tail", id, "--json", "-n", "3"); got != out {
+		if got := mustFlyctl(t, e.Getenv, "logs", "tail", id, "--json", "-n", "3"); got != out {
 			t.Errorf("--json =\n%s\nwant the same as -o json:\n%s", got, out)
 		}
 	})
 	t.Run("logs tail filters", func(t *testing.T) {
-		out := mustFlyctl(t, e.getenv, "logs", "tail", id, "-g", `tick 1\d$`, "-n", "3")
+		out := mustFlyctl(t, e.Getenv, "logs", "tail", id, "-g", `tick 1\d$`, "-n", "3")
 		if want := "stdout flutter: tick 17\nstdout flutter: tick 18\nstdout flutter: tick 19\n"; out != want {
 			t.Errorf("-g 'tick 1\\d$' -n 3 =\n%s\nwant\n%s", out, want)
 		}
-		if out := mustFlyctl(t, e.getenv, "logs", "tail", id, "--since", "1h", "-g", "tick 7$"); out != "stdout flutter: tick 7\n" {
+		if out := mustFlyctl(t, e.Getenv, "logs", "tail", id, "--since", "1h", "-g", "tick 7$"); out != "stdout flutter: tick 7\n" {
 			t.Errorf("--since 1h -g 'tick 7$' = %q, want the one line", out)
 		}
-		if out := mustFlyctl(t, e.getenv, "logs", "tail", id, "--until", "1h", "-n", "all"); out != "" {
+		if out := mustFlyctl(t, e.Getenv, "logs", "tail", id, "--until", "1h", "-n", "all"); out != "" {
 			t.Errorf("--until 1h (an hour ago) = %q, want nothing", out)
 		}
-		if out := mustFlyctl(t, e.getenv, "logs", "tail", id, "-n", "0"); out != "" {
+		if out := mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "0"); out != "" {
 			t.Errorf("-n 0 = %q, want nothing", out)
 		}
-		out = mustFlyctl(t, e.getenv, "logs", "tail", id, "-t", "-n", "1")
+		out = mustFlyctl(t, e.Getenv, "logs", "tail", id, "-t", "-n", "1")
 		if !regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} stdout flutter: tick 20\n$`).MatchString(out) {
 			t.Errorf("-t -n 1 = %q, want a local time, the stream and the text", out)
 		}
-		lines := jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", id, "-o", "json", "-n", "all"))
+		lines := jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-o", "json", "-n", "all"))
 		mid := int(lines[len(lines)-4]["seq"].(float64))
-		after := jsonLines(t, mustFlyctl(t, e.getenv, "logs", "tail", id, "-o", "json", "--after", strconv.Itoa(mid)))
+		after := jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-o", "json", "--after", strconv.Itoa(mid)))
 		if len(after) != 3 || int(after[0]["seq"].(float64)) != mid+1 {
 			t.Errorf("--after %d = %v, want the 3 lines after it", mid, after)
 		}
 	})
 	t.Run("logs tail by prefix and --latest", func(t *testing.T) {
-		want := mustFlyctl(t, e.getenv, "logs", "tail", id, "-n", "2")
-		if got := mustFlyctl(t, e.getenv, "logs", "tail", id[:len(id)-3], "-n", "2"); got != want {
+		want := mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "2")
+		if got := mustFlyctl(t, e.Getenv, "logs", "tail", id[:len(id)-3], "-n", "2"); got != want {
 			t.Errorf("logs tail by prefix = %q, want %q", got, want)
 		}
-		if got := mustFlyctl(t, e.getenv, "logs", "tail", "--latest", "-n", "2"); got != want {
+		if got := mustFlyctl(t, e.Getenv, "logs", "tail", "--latest", "-n", "2"); got != want {
 			t.Errorf("logs tail --latest = %q, want %q", got, want)
 		}
-		_, errs, code := flyctl(t, e.getenv, "logs", "tail", "zzzz")
+		_, errs, code := flyctl(t, e.Getenv, "logs", "tail", "zzzz")
 		if code != 1 || !strings.Contains(errs, `no such run "zzzz"`) || !strings.Contains(errs, "flyctl runs --all") {
 			t.Errorf("logs tail zzzz: exit %d, stderr %q; want 1 and no such run with a hint", code, errs)
 		}
 	})
 	t.Run("stop", func(t *testing.T) {
-		out := mustFlyctl(t, e.getenv, "stop", id[:12])
+		out := mustFlyctl(t, e.Getenv, "stop", id[:12])
 		if want := "run " + id + ": stopped (exit code 0)\n"; out != want {
 			t.Errorf("stop = %q, want %q", out, want)
 		}
-		out = mustFlyctl(t, e.getenv, "stop", id, "--json")
+		out = mustFlyctl(t, e.Getenv, "stop", id, "--json")
 		var got runInfo
 		if err := json.Unmarshal([]byte(out), &got); err != nil || got.State != "stopped" || got.ExitCode == nil {
 			t.Errorf("stop --json of a stopped run = %s (%v), want its record", out, err)
 		}
-		if out := mustFlyctl(t, e.getenv, "stop", id); !strings.Contains(out, "already ended") {
+		if out := mustFlyctl(t, e.Getenv, "stop", id); !strings.Contains(out, "already ended") {
 			t.Errorf("stopping again = %q, want it to say the run had already ended", out)
 		}
-		_, errs, code := flyctl(t, e.getenv, "stop", "nosuchrun")
+		_, errs, code := flyctl(t, e.Getenv, "stop", "nosuchrun")
 		if code != 1 || !strings.Contains(errs, `no such run "nosuchrun"`) {
 			t.Errorf("stop nosuchrun: exit %d, stderr %q; want 1 and no such run", code, errs)
 		}
 		// Not live, and not in the current directory's workspace: not listed.
 		t.Chdir(t.TempDir())
-		out, errs, code = flyctl(t, e.getenv, "runs")
+		out, errs, code = flyctl(t, e.Getenv, "runs")
 		if code != 0 || out != "" || !strings.Contains(errs, "no runs in") {
 			t.Errorf("runs elsewhere: exit %d, stdout %q, stderr %q; want 0, nothing, a note", code, out, errs)
 		}
-		if out := mustFlyctl(t, e.getenv, "runs", "--json"); strings.TrimSpace(out) != "{\n  \"runs\": []\n}" {
+		if out := mustFlyctl(t, e.Getenv, "runs", "--json"); strings.TrimSpace(out) != "{\n  \"runs\": []\n}" {
 			t.Errorf("runs --json elsewhere = %q, want an empty list", out)
 		}
-		checkCLIGolden(t, "runs_stopped.golden", norm(mustFlyctl(t, e.getenv, "runs", "--all")))
+		checkCLIGolden(t, "runs_stopped.golden", norm(mustFlyctl(t, e.Getenv, "runs", "--all")))
 	})
 }
 
 // TestCLINoFlyd: every verb that needs flyd fails with exit 1 and the
 // hint to start it.
 func TestCLINoFlyd(t *testing.T) {
-	e := newCLIEnv(t)
+	e := flytest.NewEnv(t)
 	for _, args := range [][]string{
 		{"status"}, {"status", "--json"}, {"runs"}, {"runs", "--all", "--json"}, {"stop", "abc"},
 		{"logs", "tail", "abc"}, {"logs", "tail", "--latest", "-f"},
 	} {
-		out, errs, code := flyctl(t, e.getenv, args...)
+		out, errs, code := flyctl(t, e.Getenv, args...)
 		if code != 1 || out != "" {
 			t.Errorf("flyctl %s without flyd: exit %d, stdout %q; want 1 and nothing", strings.Join(args, " "), code, out)
 		}
-		for _, want := range []string{"flyd is not running", e.socket, "try: flyctl service start", "flyd run"} {
+		for _, want := range []string{"flyd is not running", e.Paths.Socket, "try: flyctl service start", "flyd run"} {
 			if !strings.Contains(errs, want) {
 				t.Errorf("flyctl %s without flyd: stderr %q lacks %q", strings.Join(args, " "), errs, want)
 			}
@@ -192,9 +193,9 @@ func TestCLIVersionMismatch(t *testing.T) {
 		{"9.0.0 protocol=99", "upgrade flyctl"},
 		{"0.0.1 protocol=0", "upgrade flyd"},
 	} {
-		e := newCLIEnv(t)
-		os.MkdirAll(filepath.Dir(e.socket), 0o700)
-		ln, err := net.Listen("unix", e.socket)
+		e := flytest.NewEnv(t)
+		os.MkdirAll(filepath.Dir(e.Paths.Socket), 0o700)
+		ln, err := net.Listen("unix", e.Paths.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +205,7 @@ func TestCLIVersionMismatch(t *testing.T) {
 		})}
 		go srv.Serve(ln) // ended by Close below
 		for _, args := range [][]string{{"status"}, {"runs", "--all"}, {"logs", "tail", "x"}} {
-			_, errs, code := flyctl(t, e.getenv, args...)
+			_, errs, code := flyctl(t, e.Getenv, args...)
 			if code != 1 || !strings.Contains(errs, tc.upgrade) {
 				t.Errorf("flyctl %s against %q: exit %d, stderr %q; want 1 and %q", strings.Join(args, " "), tc.header, code, errs, tc.upgrade)
 			}
@@ -217,7 +218,7 @@ func TestCLIVersionMismatch(t *testing.T) {
 // connection (there is no flyd here); --help exits 0, prints to stdout
 // and ends with examples.
 func TestCLIUsage(t *testing.T) {
-	e := newCLIEnv(t)
+	e := flytest.NewEnv(t)
 	cursor := filepath.Join(t.TempDir(), "cursor")
 	for _, tc := range []struct {
 		args []string
@@ -251,9 +252,9 @@ func TestCLIUsage(t *testing.T) {
 		{[]string{"config", "editor"}, `unknown config verb "editor"`},
 		{[]string{"config", "mcp"}, "needs --client"},
 		{[]string{"config", "mcp", "--client", "emacs"}, `unknown --client "emacs"`},
-		{[]string{"config", "mcp", "--client", "vscode", "--workspace", filepath.Join(e.dir, "missing")}, "does not exist"},
+		{[]string{"config", "mcp", "--client", "vscode", "--workspace", filepath.Join(e.Dir, "missing")}, "does not exist"},
 	} {
-		out, errs, code := flyctl(t, e.getenv, tc.args...)
+		out, errs, code := flyctl(t, e.Getenv, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
 			t.Errorf("flyctl %q: exit %d, stdout %q, stderr %q; want 2, nothing, and %q", tc.args, code, out, errs, tc.want)
 		}
@@ -262,7 +263,7 @@ func TestCLIUsage(t *testing.T) {
 		{"logs", "--help"}, {"logs", "tail", "--help"}, {"logs", "tail", "-h"}, {"runs", "--help"},
 		{"stop", "--help"}, {"status", "--help"}, {"config", "--help"}, {"config", "mcp", "--help"},
 	} {
-		out, errs, code := flyctl(t, e.getenv, args...)
+		out, errs, code := flyctl(t, e.Getenv, args...)
 		if code != 0 || errs != "" || !strings.Contains(out, "Usage:") || !strings.Contains(out, "\nExamples:\n") {
 			t.Errorf("flyctl %q: exit %d, stderr %q, stdout %q; want 0 and usage with examples", args, code, errs, out)
 		}

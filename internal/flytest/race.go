@@ -1,6 +1,6 @@
 //go:build race
 
-package daemon
+package flytest
 
 // raceEnabled makes the binaries under test race-checked too.
 const raceEnabled = true

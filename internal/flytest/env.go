@@ -1,0 +1,70 @@
+package flytest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/paths"
+)
+
+// Env is one isolated fly installation: its own socket and state dir.
+type Env struct {
+	Dir   string      // the temp dir holding everything, removed at Cleanup
+	Paths paths.Paths // under Dir
+	Vars  []string    // os.Environ with FLY_SOCKET and FLY_STATE_DIR set to Paths
+}
+
+// NewEnv returns an isolated environment in a short temp dir (socket
+// paths must stay under paths.MaxSocketPath, which t.TempDir can exceed).
+func NewEnv(t testing.TB) *Env {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := paths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state")}
+	return &Env{Dir: dir, Paths: p, Vars: append(os.Environ(), paths.EnvSocket+"="+p.Socket, paths.EnvStateDir+"="+p.StateDir)}
+}
+
+// Getenv is the environment of an in-process flyctl: only fly's paths.
+func (e *Env) Getenv(k string) string {
+	switch k {
+	case paths.EnvSocket:
+		return e.Paths.Socket
+	case paths.EnvStateDir:
+		return e.Paths.StateDir
+	}
+	return ""
+}
+
+// WithFakeFlutter puts the fake flutter first on e's PATH, steered by
+// vars ("FAKE_FLUTTER_X=v"). Start flyd after calling it: the fake reads
+// its steering from flyd's environment, and the shim hands flyd the PATH.
+// The fake is the test binary itself, run with FLY_TEST_HELPER=flutter,
+// so the caller's TestMain must act as internal/fakeflutter then.
+func (e *Env) WithFakeFlutter(t testing.TB, vars ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fakeflutter.Install(dir); err != nil {
+		t.Fatal(err)
+	}
+	e.Vars = append(e.Vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "FLY_TEST_HELPER=flutter")
+	e.Vars = append(e.Vars, vars...)
+}
+
+// HTTPClient talks HTTP to flyd over e's socket.
+func (e *Env) HTTPClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", e.Paths.Socket)
+		},
+	}}
+}

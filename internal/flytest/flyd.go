@@ -1,0 +1,119 @@
+package flytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/wire"
+)
+
+// Flyd is a running flyd binary, started by StartFlyd.
+type Flyd struct {
+	Cmd    *exec.Cmd
+	Stderr *Buffer // flyd's log, at debug level
+
+	socket string
+	killed bool       // by Kill: it could not clean up
+	done   chan error // the Wait result, put back by whoever takes it
+}
+
+// StartFlyd runs "flyd run --log-level debug args..." in e and blocks
+// until it answers GET /v1/status with its own pid. Cleanup stops it with
+// SIGTERM, as a service manager would, unless the test did. The Flyd owns
+// the goroutine that waits for the process; Stop and Kill drain it.
+func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
+	t.Helper()
+	flyd, _ := Binaries(t)
+	p := &Flyd{socket: e.Paths.Socket, Stderr: &Buffer{}, done: make(chan error, 1)}
+	p.Cmd = exec.Command(flyd, append([]string{"run", "--log-level", "debug"}, args...)...)
+	p.Cmd.Env = e.Vars
+	p.Cmd.Stderr = p.Stderr
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.Cmd.Wait() }() // owned by p: drained by Stop or Kill
+	t.Cleanup(func() { p.Stop(t) })
+	c := e.HTTPClient()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := p.ready(c)
+		if err == nil {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("flyd exited early: %v\n%s", err, p.Stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flyd did not answer within 30s (%v)\n%s", err, p.Stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ready reports whether this flyd, not another one, answers on the socket.
+func (p *Flyd) ready(c *http.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://flyd"+wire.RouteStatus, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status: %s", resp.Status)
+	}
+	var st struct {
+		PID int `json:"pid"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Errorf("decode status: %w", err)
+	}
+	if st.PID != p.Cmd.Process.Pid {
+		return fmt.Errorf("status from pid %d, want %d", st.PID, p.Cmd.Process.Pid)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM and waits for a clean exit that removed the socket,
+// unless Kill killed it first. It may be called more than once.
+func (p *Flyd) Stop(t testing.TB) {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil && !strings.Contains(err.Error(), "killed") {
+			t.Errorf("flyd exit after SIGTERM: %v\n%s", err, p.Stderr)
+		}
+		if _, serr := os.Lstat(p.socket); err == nil && serr == nil && !p.killed {
+			t.Errorf("flyd left its socket %s behind after SIGTERM", p.socket)
+		}
+	case <-time.After(30 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		t.Errorf("flyd did not stop within 30s of SIGTERM\n%s", p.Stderr)
+	}
+}
+
+// Kill kills flyd with SIGKILL, as a crash would, and waits for it.
+func (p *Flyd) Kill(t testing.TB) {
+	t.Helper()
+	if err := p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.done <- <-p.done
+	p.killed = true
+}

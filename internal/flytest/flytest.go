@@ -1,0 +1,82 @@
+// Package flytest builds and runs fly's real binaries for end-to-end
+// tests: it builds cmd/flyd and cmd/flyctl once per test binary, makes
+// isolated installations (socket, state dir, environment) in short temp
+// dirs, puts the fake flutter on their PATH, and starts and stops flyd.
+//
+// Only _test.go files import it. It does not import package daemon, so
+// daemon's own tests can use it; what a test needs to know about
+// daemon's types stays in that test's package.
+package flytest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// bins are the real flyd and flyctl, built once per test binary.
+var bins struct {
+	once         sync.Once
+	dir          string
+	flyd, flyctl string
+	err          error
+	out          []byte
+}
+
+// Binaries builds cmd/flyd and cmd/flyctl, race-checked when the test
+// binary is, and returns their paths. The first call builds; later calls,
+// from any goroutine, wait for it and share the result. Call Cleanup from
+// TestMain to remove them.
+func Binaries(t testing.TB) (flyd, flyctl string) {
+	t.Helper()
+	bins.once.Do(func() {
+		bins.dir, bins.err = os.MkdirTemp("", "flybin")
+		if bins.err != nil {
+			return
+		}
+		args := []string{"build", "-o", bins.dir + string(filepath.Separator)}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "github.com/fly-dev/fly/cmd/flyd", "github.com/fly-dev/fly/cmd/flyctl")
+		bins.out, bins.err = exec.Command("go", args...).CombinedOutput()
+		bins.flyd = filepath.Join(bins.dir, "flyd")
+		bins.flyctl = filepath.Join(bins.dir, "flyctl")
+	})
+	if bins.err != nil {
+		t.Fatalf("build flyd and flyctl: %v\n%s", bins.err, bins.out)
+	}
+	return bins.flyd, bins.flyctl
+}
+
+// Cleanup removes the binaries Binaries built, if any. Call it from
+// TestMain after m.Run.
+func Cleanup() {
+	if bins.dir != "" {
+		os.RemoveAll(bins.dir)
+	}
+}
+
+// Buffer is a bytes.Buffer that a process or goroutine may write while
+// the test reads it. Its methods are safe for concurrent use.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p to the buffer.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
