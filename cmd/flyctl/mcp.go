@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -129,12 +128,6 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	return relay.Run(ctx)
 }
 
-// The flyd user service as "flyctl service install" names it.
-const (
-	serviceUnit  = "flyd.service" // systemd --user
-	serviceLabel = "dev.fly.flyd" // launchd agent
-)
-
 // serviceStarter returns the shim's Config.Start: start the installed
 // flyd user service (see startService). When there is none and flyctl
 // has no flyd binary to start either (haveFlyd), its error says what to
@@ -151,10 +144,9 @@ func serviceStarter(getenv func(string) string, haveFlyd bool) func(context.Cont
 }
 
 // startService asks the service manager to start the flyd user service,
-// if one is installed: on Linux a systemd user unit (in
-// $XDG_CONFIG_HOME/systemd/user, else ~/.config/systemd/user), started
-// with "systemctl --user start"; on macOS a LaunchAgent in
-// ~/Library/LaunchAgents, started with "launchctl kickstart". It returns
+// if "flyctl service install" installed one (platformFor says where): on
+// Linux a systemd user unit started with "systemctl --user start", on
+// macOS a LaunchAgent started with "launchctl kickstart". It returns
 // once the service manager has answered, wrapping shim.ErrNoService when
 // there is no service to start. The service serves the default paths, so
 // it is not used when FLY_SOCKET or FLY_STATE_DIR point elsewhere.
@@ -162,29 +154,11 @@ func startService(ctx context.Context, getenv func(string) string) error {
 	if getenv(paths.EnvSocket) != "" || getenv(paths.EnvStateDir) != "" {
 		return fmt.Errorf("%w for the paths %s and %s set", shim.ErrNoService, paths.EnvSocket, paths.EnvStateDir)
 	}
-	home := getenv("HOME")
-	var unit string
-	var argv []string
-	switch runtime.GOOS {
-	case "linux":
-		dir := getenv("XDG_CONFIG_HOME")
-		if !filepath.IsAbs(dir) {
-			if home == "" {
-				return shim.ErrNoService
-			}
-			dir = filepath.Join(home, ".config")
-		}
-		unit = filepath.Join(dir, "systemd", "user", serviceUnit)
-		argv = []string{"systemctl", "--user", "start", serviceUnit}
-	case "darwin":
-		if home == "" {
-			return shim.ErrNoService
-		}
-		unit = filepath.Join(home, "Library", "LaunchAgents", serviceLabel+".plist")
-		argv = []string{"launchctl", "kickstart", "gui/" + strconv.Itoa(os.Getuid()) + "/" + serviceLabel}
-	default:
-		return shim.ErrNoService
+	p, err := platformFor(runtime.GOOS, getenv("HOME"))
+	if err != nil {
+		return fmt.Errorf("%w: %v", shim.ErrNoService, err)
 	}
+	unit, argv := p.file, p.startArgv(os.Getuid())
 	if _, err := os.Stat(unit); err != nil {
 		return fmt.Errorf("%w (no %s)", shim.ErrNoService, unit)
 	}

@@ -160,8 +160,10 @@ func TestStartService(t *testing.T) {
 	}{
 		{"no unit", nil, nil, 0, "", "no flyd service is installed"},
 		{"unit", []string{unit}, nil, 0, "--user start flyd.service\n", ""},
-		{"XDG_CONFIG_HOME", []string{xdgUnit}, []string{"XDG_CONFIG_HOME", xdg}, 0, "--user start flyd.service\n", ""},
-		{"XDG_CONFIG_HOME without the unit", []string{unit}, []string{"XDG_CONFIG_HOME", xdg}, 0, "", "no flyd service is installed"},
+		// flyctl service install (kardianos) writes ~/.config, whatever
+		// XDG_CONFIG_HOME says, so that is where the shim looks.
+		{"XDG_CONFIG_HOME is not where units go", []string{unit}, []string{"XDG_CONFIG_HOME", xdg}, 0, "--user start flyd.service\n", ""},
+		{"unit only under XDG_CONFIG_HOME", []string{xdgUnit}, []string{"XDG_CONFIG_HOME", xdg}, 0, "", "no flyd service is installed"},
 		{"systemctl fails", []string{unit}, nil, 1, "--user start flyd.service\n", "systemctl --user start flyd.service: exit status 1: Failed to connect to bus"},
 		{"paths overridden", []string{unit}, []string{"FLY_SOCKET", "/tmp/x.sock"}, 0, "", "no flyd service is installed"},
 	} {

@@ -855,3 +855,18 @@ func TestServiceSystemdUser(t *testing.T) {
 		t.Errorf("flyd still answers after uninstall")
 	}
 }
+
+func TestStartArgv(t *testing.T) {
+	for goos, want := range map[string]string{
+		"linux":  "systemctl --user start flyd.service",
+		"darwin": "launchctl kickstart gui/501/dev.fly.flyd",
+	} {
+		p, err := platformFor(goos, "/home/u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(p.startArgv(501), " "); got != want {
+			t.Errorf("platformFor(%s).startArgv(501) = %q, want %q", goos, got, want)
+		}
+	}
+}

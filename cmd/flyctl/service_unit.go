@@ -81,6 +81,15 @@ func platformFor(goos, home string) (servicePlatform, error) {
 	}, nil
 }
 
+// startArgv is the command that asks the service manager to start the
+// installed service of user uid.
+func (p servicePlatform) startArgv(uid int) []string {
+	if p.manager == "launchd" {
+		return []string{"launchctl", "kickstart", "gui/" + strconv.Itoa(uid) + "/" + p.name}
+	}
+	return []string{"systemctl", "--user", "start", p.name + ".service"}
+}
+
 // unitSpec is what install bakes into a unit.
 type unitSpec struct {
 	Flyd string    // absolute path of the flyd binary; the unit runs "Flyd run"
