@@ -296,6 +296,7 @@ func TestCloseStopsWriter(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- db.Run(context.Background()) }() // ended by Close below
+	waitWriter(t, db) // a Run that starts after Close rightly returns ErrClosed
 	id := NewRunID()
 	mustPutRun(t, db, Run{ID: id, State: StateRunning})
 	for range 1000 {
@@ -315,6 +316,22 @@ func TestCloseStopsWriter(t *testing.T) {
 	db = mustOpenAt(t, path, Options{})
 	if st, _ := db.LogStats(id); st.Entries != 1000 {
 		t.Errorf("after Close: %d entries, want 1000", st.Entries)
+	}
+}
+
+// waitWriter waits until a Run has become db's writer.
+func waitWriter(t testing.TB, db *DB) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		db.writerMu.Lock()
+		running := db.stopped != nil
+		db.writerMu.Unlock()
+		if running {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run never became the writer")
+		}
 	}
 }
 
