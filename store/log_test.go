@@ -296,7 +296,8 @@ func TestCloseStopsWriter(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- db.Run(context.Background()) }() // ended by Close below
-	waitWriter(t, db) // a Run that starts after Close rightly returns ErrClosed
+	// A Run that starts after Close rightly returns ErrClosed.
+	waitWriter(t, db)
 	id := NewRunID()
 	mustPutRun(t, db, Run{ID: id, State: StateRunning})
 	for range 1000 {
