@@ -36,7 +36,7 @@ func TestConfigMCPPrint(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("flyctl %q: exit %d, stderr %s", args, code, errs)
 			}
-			checkCLIGolden(t, "config_mcp_"+client+".golden", strings.ReplaceAll(out, ws, "<WORKSPACE>"))
+			checkGolden(t, "cli/config_mcp_"+client+".golden", strings.ReplaceAll(out, ws, "<WORKSPACE>"))
 			if !strings.Contains(errs, "--write") {
 				t.Errorf("stderr = %q, want a pointer to --write", errs)
 			}

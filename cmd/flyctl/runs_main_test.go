@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
 	if wd, err := os.Getwd(); err == nil {
-		cliTestdata = filepath.Join(wd, "testdata", "cli") // tests may t.Chdir
+		testdata = filepath.Join(wd, "testdata") // tests may t.Chdir
 	}
 	code := m.Run()
 	flytest.Cleanup()
@@ -192,23 +192,18 @@ func countTicks(lines []map[string]any) int {
 	return n
 }
 
-// -update rewrites the golden files under testdata/cli. The flag may be
-// registered by another test file of the package too.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata")
-	}
-}
+// update makes checkGolden rewrite the golden files instead of comparing.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// cliTestdata holds the CLI goldens.
-var cliTestdata = filepath.Join("testdata", "cli")
+// testdata is the package's testdata directory, made absolute in TestMain
+// because tests may t.Chdir.
+var testdata = "testdata"
 
-// checkCLIGolden compares got with testdata/cli/name, or rewrites it with
-// -update.
-func checkCLIGolden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name, or rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	file := filepath.Join(cliTestdata, name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+	file := filepath.Join(testdata, name)
+	if *update {
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func TestCLIAgainstFlyd(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Run("status", func(t *testing.T) {
-		checkCLIGolden(t, "status.golden", norm(mustFlyctl(t, e.Getenv, "status")))
+		checkGolden(t, "cli/status.golden", norm(mustFlyctl(t, e.Getenv, "status")))
 		var st map[string]any
 		if err := json.Unmarshal([]byte(mustFlyctl(t, e.Getenv, "status", "--json")), &st); err != nil {
 			t.Fatalf("status --json: %v", err)
@@ -71,7 +71,7 @@ func TestCLIAgainstFlyd(t *testing.T) {
 	})
 	t.Run("runs", func(t *testing.T) {
 		out := mustFlyctl(t, e.Getenv, "runs", "--all")
-		checkCLIGolden(t, "runs.golden", norm(out))
+		checkGolden(t, "cli/runs.golden", norm(out))
 		if got := mustFlyctl(t, e.Getenv, "runs", "--workspace", root); got != out {
 			t.Errorf("runs --workspace ROOT =\n%s\nwant the same as runs --all:\n%s", got, out)
 		}
@@ -81,11 +81,11 @@ func TestCLIAgainstFlyd(t *testing.T) {
 		}
 	})
 	t.Run("logs tail -n 5", func(t *testing.T) {
-		checkCLIGolden(t, "logs_tail_n5.golden", norm(mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "5")))
+		checkGolden(t, "cli/logs_tail_n5.golden", norm(mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "5")))
 	})
 	t.Run("logs tail -o json -n 3", func(t *testing.T) {
 		out := mustFlyctl(t, e.Getenv, "logs", "tail", id, "-o", "json", "-n", "3")
-		checkCLIGolden(t, "logs_tail_json_n3.golden", norm(out))
+		checkGolden(t, "cli/logs_tail_json_n3.golden", norm(out))
 		lines := jsonLines(t, out)
 		for _, l := range lines {
 			if want := id + ":" + strconv.Itoa(int(l["seq"].(float64))); l["cursor"] != want {
@@ -160,7 +160,7 @@ func TestCLIAgainstFlyd(t *testing.T) {
 		if out := mustFlyctl(t, e.Getenv, "runs", "--json"); strings.TrimSpace(out) != "{\n  \"runs\": []\n}" {
 			t.Errorf("runs --json elsewhere = %q, want an empty list", out)
 		}
-		checkCLIGolden(t, "runs_stopped.golden", norm(mustFlyctl(t, e.Getenv, "runs", "--all")))
+		checkGolden(t, "cli/runs_stopped.golden", norm(mustFlyctl(t, e.Getenv, "runs", "--all")))
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,42 +18,6 @@ import (
 
 	"github.com/kardianos/service"
 )
-
-// -update rewrites the golden files in testdata. It is registered in init,
-// after every package-level variable, so that another test file of this
-// package may declare the same flag without a clash.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata")
-	}
-}
-
-func svcUpdateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// svcCheckGolden compares got with testdata/name, or rewrites it with -update.
-func svcCheckGolden(t *testing.T, name, got string) {
-	t.Helper()
-	file := filepath.Join("testdata", name)
-	if svcUpdateGolden() {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // svcGoldenSpec is a fixed unit spec, so the golden files hold no path of the
 // machine the tests run on.
@@ -144,7 +107,7 @@ func TestServiceRender(t *testing.T) {
 					t.Errorf("renderUnit(%s) contains %q:\n%s", tt.goos, bad, got)
 				}
 			}
-			svcCheckGolden(t, tt.golden, got)
+			checkGolden(t, tt.golden, got)
 
 			info, err := parseUnit(p, []byte(got))
 			if err != nil {
