@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -21,11 +22,6 @@ const (
 
 var be = binary.BigEndian
 
-// ErrBackpressure is returned by Append when the writer's queue is full.
-// The entry is not stored; the drop is counted in the run's
-// LogMeta.Dropped at the next commit.
-var ErrBackpressure = errors.New("store queue full: log entry dropped")
-
 // Entry is one persisted log line of a run.
 type Entry struct {
 	// Seq is the entry's position in its run's log. Append with Seq 0
@@ -43,25 +39,27 @@ type LogMeta struct {
 	LastSeq  uint64 // newest entry ever stored; new entries continue after it
 	Entries  uint64 // entries kept
 	Bytes    uint64 // text bytes kept
-	Dropped  uint64 // entries Append refused or failed to commit
+	Dropped  uint64 // entries whose commit failed (a full disk, say)
 }
 
-// op is one item of the writer's queue: a log entry, or, when done is
-// non-nil, a Flush barrier.
+// op is one item of the writer's queue: a log entry, a run record (rec
+// non-nil: its JSON), or, when done is non-nil, a Flush barrier.
 type op struct {
 	run  string
 	e    Entry
+	rec  []byte
 	done chan error
 }
 
-// Append queues e for the run's log and returns at once: it never waits
-// for the disk or the writer. If the queue is full it drops e, counts the
-// drop in the run's LogMeta.Dropped and returns ErrBackpressure. The entry
-// is durable once a later Flush returns. A zero e.Time is set to now.
-// After Close it returns ErrClosed. Append is safe to call from many
-// goroutines; entries of one run keep the order of their Appends. Only Run
-// empties the queue as entries come: while it is not running, Appends
-// fill the queue and then drop until a Flush or Close.
+// Append queues e for the run's log. It returns at once while the queue
+// has room; when the writer has fallen behind, it waits for room, so that
+// no entry is ever lost: a child that prints faster than the disk takes
+// its lines is slowed down, as docker's blocking log mode does, rather
+// than losing them. (If no writer is running, Append commits the queue
+// itself.) The entry is durable once a later Flush returns. A zero e.Time
+// is set to now. After Close it returns ErrClosed. Append is safe to call
+// from many goroutines; entries of one run keep the order of their
+// Appends.
 func (db *DB) Append(runID string, e Entry) error {
 	if runID == "" || len(runID) > bolt.MaxKeySize {
 		return fmt.Errorf("append log entry: bad run id %.40q", runID)
@@ -69,25 +67,64 @@ func (db *DB) Append(runID string, e Entry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
+	return db.enqueue(op{run: runID, e: e})
+}
+
+// QueueRun queues r to be written with the next group commit, replacing
+// any record with its id, and returns without waiting for the disk
+// unless the queue is full (as Append). It is durable once a later Flush
+// returns. PutRun is the synchronous form.
+func (db *DB) QueueRun(r Run) error {
+	if r.ID == "" || len(r.ID) > bolt.MaxKeySize {
+		return fmt.Errorf("queue run: bad id %.40q", r.ID)
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("queue run %s: %w", r.ID, err)
+	}
+	return db.enqueue(op{run: r.ID, rec: v})
+}
+
+// enqueue puts o on the writer's queue, waiting for room if need be.
+func (db *DB) enqueue(o op) error {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
 		return ErrClosed
 	}
 	select {
-	case db.queue <- op{run: runID, e: e}:
+	case db.queue <- o:
 		return nil
 	default:
 	}
-	db.dropsMu.Lock()
-	db.drops[runID]++
-	db.dropsMu.Unlock()
-	select {
-	case db.dropSig <- struct{}{}:
-	default:
+	db.waits.Add(1)
+	for {
+		db.writerMu.Lock()
+		stopped := db.stopped
+		if stopped == nil { // no writer: make room ourselves
+			db.commitQueued()
+			db.writerMu.Unlock()
+			select {
+			case db.queue <- o:
+				return nil
+			default:
+				continue
+			}
+		}
+		db.writerMu.Unlock()
+		select {
+		case db.queue <- o:
+			return nil
+		case <-stopped:
+		case <-db.closing:
+			return ErrClosed
+		}
 	}
-	return ErrBackpressure
 }
+
+// Waits returns how many times Append or QueueRun found the queue full
+// and waited for the writer.
+func (db *DB) Waits() int64 { return db.waits.Load() }
 
 // Flush waits until every entry appended before it is committed, and
 // returns the first commit error since the previous Flush. If Run is not
@@ -179,11 +216,6 @@ func (db *DB) Run(ctx context.Context) error {
 				}
 				break
 			}
-		case <-db.dropSig:
-			if !b.pending() {
-				timer.Reset(batchWindow)
-			}
-			b.dropped = true
 		case <-window:
 			db.commit(&b)
 		}
@@ -210,7 +242,6 @@ func (db *DB) stop(b *batch, stopped chan struct{}) error {
 type batch struct {
 	ops      []op
 	barriers []chan error
-	dropped  bool // Append dropped entries since the last commit
 }
 
 func (b *batch) add(o op) {
@@ -221,7 +252,7 @@ func (b *batch) add(o op) {
 	}
 }
 
-func (b *batch) pending() bool { return len(b.ops) > 0 || b.dropped }
+func (b *batch) pending() bool { return len(b.ops) > 0 }
 
 // full reports whether b must be committed now: it holds maxBatch
 // entries, or a Flush is waiting.
@@ -232,6 +263,15 @@ func (b *batch) full() bool { return len(b.ops) >= maxBatch || len(b.barriers) >
 // Flush. The caller is the writer: Run, or the holder of writerMu while
 // Run is not running.
 func (db *DB) drain() error {
+	db.commitQueued()
+	err := db.failed
+	db.failed = nil
+	return err
+}
+
+// commitQueued commits what is queued when it starts, as drain does, but
+// leaves the commit error for the next Flush.
+func (db *DB) commitQueued() {
 	var b batch
 	for n := len(db.queue); n > 0; n-- {
 		b.add(<-db.queue)
@@ -239,11 +279,7 @@ func (db *DB) drain() error {
 			db.commit(&b)
 		}
 	}
-	b.dropped = true // also commit drops counted by Append
 	db.commit(&b)
-	err := db.failed
-	db.failed = nil
-	return err
 }
 
 // commit writes b in one bbolt transaction, answers its barriers and
@@ -259,12 +295,20 @@ func (db *DB) commit(b *batch) {
 			return writeLogs(tx, b.ops, drops, db.opts.MaxLogEntries, uint64(db.opts.MaxLogBytes))
 		})
 		db.commits.Add(1)
+		lost := 0
+		for _, o := range b.ops {
+			if o.rec == nil {
+				lost++
+			}
+		}
+		db.failures.observe(err, lost)
 		if err != nil {
 			err = fmt.Errorf("commit %d log entries: %w", len(b.ops), err)
-			db.log.Error("log entries lost", logErr, err)
 			db.dropsMu.Lock()
 			for _, o := range b.ops {
-				db.drops[o.run]++
+				if o.rec == nil {
+					db.drops[o.run]++
+				}
 			}
 			for run, n := range drops {
 				db.drops[run] += n
@@ -285,7 +329,6 @@ func (db *DB) commit(b *batch) {
 	clear(b.ops) // release the texts
 	b.ops = b.ops[:0]
 	b.barriers = b.barriers[:0]
-	b.dropped = false
 }
 
 func (db *DB) takeDrops() map[string]uint64 {
@@ -315,6 +358,12 @@ func writeLogs(tx *bolt.Tx, ops []op, drops map[string]uint64, maxEntries int, m
 	var order []string // runs in order of first appearance
 	byRun := make(map[string][]int)
 	for i, o := range ops {
+		if o.rec != nil {
+			if err := tx.Bucket(bucketRuns).Put([]byte(o.run), o.rec); err != nil {
+				return fmt.Errorf("put run %s: %w", o.run, err)
+			}
+			continue
+		}
 		if _, ok := byRun[o.run]; !ok {
 			order = append(order, o.run)
 		}

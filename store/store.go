@@ -84,7 +84,7 @@ type Options struct {
 	MaxLogBytes   int64
 
 	// QueueSize is how many entries Append can hold before the writer
-	// commits them. Past it, Append drops. Default 8192.
+	// commits them. Past it, Append waits for the writer. Default 8192.
 	QueueSize int
 
 	// Logger receives compaction and commit failures. Default: discarded.
@@ -132,14 +132,16 @@ type DB struct {
 	opts Options
 	log  *slog.Logger
 
-	queue   chan op
-	dropSig chan struct{} // capacity 1: wakes the writer after Append dropped
+	queue chan op
+	waits atomic.Int64 // Appends that found the queue full
 
 	// mu orders Close against Append: once closed is set, no entry is
-	// sent on queue.
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{} // closed by Close; stops Run
+	// sent on queue. closing is closed first, so that an Append waiting
+	// for room lets go of mu.
+	mu          sync.RWMutex
+	closed      bool
+	closing     chan struct{} // closed by Close; stops Run
+	closingOnce sync.Once
 
 	// writerMu guards stopped, which is non-nil while Run is the writer and
 	// is closed when it has stopped. While stopped is nil, whoever holds
@@ -148,7 +150,10 @@ type DB struct {
 	stopped  chan struct{}
 
 	// The fields below belong to whoever is draining the queue.
-	failed error // first commit error since the last Flush
+	failed   error // first commit error since the last Flush
+	failures failureLog
+
+	recovery string // see Recovery
 
 	dropsMu sync.Mutex
 	drops   map[string]uint64 // entries Append dropped, by run, not yet committed
@@ -167,23 +172,52 @@ type DB struct {
 // touch run states; see MarkInterrupted.
 func Open(path string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
-	b, err := openBolt(path, opts.LockTimeout)
+	db, err := open(path, opts)
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		return db, err
+	}
+	// flyd must start whatever its file holds: keep the damaged file for
+	// whoever wants to look at it, and start afresh.
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, fmt.Errorf("open store %s: %w; moving it aside failed: %v", path, err, rerr)
+	}
+	syncDir(filepath.Dir(path))
+	opts.Logger.Error("store file was damaged: moved it aside and started a new one; runs and logs from before are only in the moved file",
+		logPath, path, "moved_to", aside, logErr, err)
+	db, err2 := open(path, opts)
+	if err2 != nil {
+		return nil, fmt.Errorf("open store %s after moving a damaged one aside: %w", path, err2)
+	}
+	db.recovery = fmt.Sprintf("%s was damaged (%v); it was moved to %s and flyd started with a new one: runs and logs from before are only in the moved file", path, err, aside)
+	return db, nil
+}
+
+// open is Open without recovery from damage.
+func open(path string, opts Options) (*DB, error) {
+	b, dirty, err := openBoltChecked(path, opts.LockTimeout)
 	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 		return nil, err
+	}
+	if dirty {
+		opts.Logger.Info("store was not closed cleanly; checked every page: it is sound", logPath, path)
 	}
 	if err := b.Update(migrate); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{
-		bolt:    b,
-		path:    path,
-		opts:    opts,
-		log:     opts.Logger,
-		queue:   make(chan op, opts.QueueSize),
-		dropSig: make(chan struct{}, 1),
-		closing: make(chan struct{}),
-		drops:   make(map[string]uint64),
+		bolt:     b,
+		path:     path,
+		opts:     opts,
+		log:      opts.Logger,
+		queue:    make(chan op, opts.QueueSize),
+		closing:  make(chan struct{}),
+		drops:    make(map[string]uint64),
+		failures: failureLog{log: opts.Logger, what: "store commit"},
 	}
 	if n, err := db.Prune(time.Now()); err != nil {
 		b.Close()
@@ -195,8 +229,16 @@ func Open(path string, opts Options) (*DB, error) {
 		db.bolt.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyDirty, []byte{1}) }); err != nil {
+		db.bolt.Close()
+		return nil, fmt.Errorf("open store %s: mark in use: %w", path, err)
+	}
 	return db, nil
 }
+
+// Recovery says, when Open found the file damaged and started a new one,
+// what happened and where the damaged file went; else "".
+func (db *DB) Recovery() string { return db.recovery }
 
 func openBolt(path string, timeout time.Duration) (*bolt.DB, error) {
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
@@ -349,13 +391,13 @@ func (db *DB) Size() (int64, error) {
 // the first commit error since the last Flush, if any. Appends after Close
 // fail with ErrClosed.
 func (db *DB) Close() error {
+	db.closingOnce.Do(func() { close(db.closing) })
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
 		return nil
 	}
 	db.closed = true
-	close(db.closing)
 	db.mu.Unlock()
 
 	db.writerMu.Lock()
@@ -367,6 +409,9 @@ func (db *DB) Close() error {
 	db.writerMu.Lock()
 	err := db.drain()
 	db.writerMu.Unlock()
+	if uerr := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyDirty) }); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("mark closed: %w", uerr))
+	}
 	if cerr := db.bolt.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close %s: %w", db.path, cerr))
 	}
