@@ -105,6 +105,10 @@ func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiS
 func (a *apiServer) start(t testing.TB, vars ...string) *run {
 	t.Helper()
 	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
+	for _, v := range os.Environ() {
+		k, val, _ := strings.Cut(v, "=")
+		env[k] = val
+	}
 	for _, v := range vars {
 		k, val, _ := strings.Cut(v, "=")
 		env[k] = val

@@ -236,13 +236,16 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 	return out
 }
 
-// runChanged is the runs engine's hook: a new run, or a run that changed
-// state, changes the resource list of every session; its log gets a
-// notifier while it is live.
+// runChanged is the runs engine's hook, called at every state change of
+// a run. A run that appears or ends changes the resource list (its log,
+// and the state in its title) of the sessions of its workspace, and only
+// of those: each is told once when it starts and once when it ends, not
+// at every state in between. A live run's log gets a notifier.
 func (s *Server) runChanged(r *run) {
+	live := r.record().State.Live()
 	s.mu.Lock()
 	_, known := s.notifying[r.id]
-	if !known && r.live() {
+	if !known && live {
 		s.notifying[r.id] = true
 		s.notifyWG.Add(1)
 		go func() { // owned by the server: ends when the run's ring closes
@@ -250,12 +253,23 @@ func (s *Server) runChanged(r *run) {
 			s.followLog(r)
 		}()
 	}
-	live := make([]*session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		live = append(live, sess)
+	wasLive, listed := s.listed[r.id]
+	announce := !listed || wasLive != live
+	if live {
+		s.listed[r.id] = true
+	} else {
+		delete(s.listed, r.id)
+	}
+	var sessions []*session
+	if announce {
+		for _, sess := range s.sessions {
+			if sess.ws.root == r.root {
+				sessions = append(sessions, sess)
+			}
+		}
 	}
 	s.mu.Unlock()
-	for _, sess := range live {
+	for _, sess := range sessions {
 		if sess.ready() {
 			s.notify(sess, "notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
 		}
@@ -289,5 +303,120 @@ func (s *Server) followLog(r *run) {
 			return
 		}
 		time.Sleep(logUpdateEvery)
+	}
+}
+
+// logTextPage is a page of a log as text lines, within a byte budget.
+type logTextPage struct {
+	lines       []string
+	from, to    uint64 // seqs of the first and last entry returned
+	first, last uint64 // the oldest and newest seq the log holds
+	next        uint64 // the since that continues after this page
+	truncated   bool   // matching entries were left out
+}
+
+// scan calls fn for each entry after since, in order, in pages, until fn
+// returns false, the log ends, ctx is done or maxLogScan entries were seen.
+// It returns the log's bounds and the last seq it saw.
+func (r *run) scan(ctx context.Context, since uint64, fn func(logring.Entry) bool) (first, last, seen uint64) {
+	seen = since
+	for n := 0; n < maxLogScan && ctx.Err() == nil; {
+		p := r.entries(logQuery{since: since, limit: defaultLogLimit})
+		first, last = p.first, p.last
+		for _, e := range p.entries {
+			seen = e.Seq
+			if !fn(e) {
+				return first, last, seen
+			}
+		}
+		n += len(p.entries)
+		if len(p.entries) == 0 || p.next <= since || p.next >= p.last {
+			break
+		}
+		since = p.next
+	}
+	return first, last, seen
+}
+
+func matches(grep *regexp.Regexp, e logring.Entry) bool {
+	return grep == nil || e.Gap != nil || grep.MatchString(e.Text)
+}
+
+// forwardPage returns the entries after since, oldest first, as many as
+// fit in budget (and at most max when max > 0).
+func (r *run) forwardPage(ctx context.Context, since uint64, grep *regexp.Regexp, budget, max int) logTextPage {
+	var pg logTextPage
+	used := 0
+	pg.first, pg.last, pg.next = r.scan(ctx, since, func(e logring.Entry) bool {
+		if !matches(grep, e) {
+			return true
+		}
+		line := formatEntry(e)
+		if used+len(line)+1 > budget || (max > 0 && len(pg.lines) == max) {
+			pg.truncated = true
+			return false
+		}
+		used += len(line) + 1
+		pg.lines = append(pg.lines, line)
+		if len(pg.lines) == 1 {
+			pg.from = e.Seq
+		}
+		pg.to = e.Seq
+		return true
+	})
+	if pg.truncated {
+		pg.next = pg.to
+	}
+	return pg
+}
+
+// backwardPage returns the newest entries before before (0: the newest
+// of all), as many as fit in budget (and at most max when max > 0), in
+// order. It reads a window back from the end and widens it until the
+// page is full or the log's start is reached.
+func (r *run) backwardPage(ctx context.Context, before uint64, grep *regexp.Regexp, budget, max int) logTextPage {
+	var pg logTextPage
+	upper := r.ring.Last()
+	if before > 0 {
+		upper = min(upper, before-1)
+	}
+	type item struct {
+		seq  uint64
+		line string
+	}
+	for window := uint64(256); ; window *= 4 {
+		lo := uint64(0)
+		if upper > window {
+			lo = upper - window
+		}
+		var got []item
+		pg.first, pg.last, _ = r.scan(ctx, lo, func(e logring.Entry) bool {
+			if e.Seq > upper {
+				return false
+			}
+			if matches(grep, e) {
+				got = append(got, item{e.Seq, formatEntry(e)})
+			}
+			return true
+		})
+		// Keep the newest that fit.
+		used, i := 0, len(got)
+		for i > 0 && (max <= 0 || len(got)-i < max) && used+len(got[i-1].line)+1 <= budget {
+			used += len(got[i-1].line) + 1
+			i--
+		}
+		full := i > 0 || (max > 0 && len(got) >= max)
+		atStart := lo == 0 || lo < pg.first
+		if full || atStart || window*4 > maxLogScan || ctx.Err() != nil {
+			pg.truncated = i > 0 || (!atStart && !full)
+			for _, it := range got[i:] {
+				pg.lines = append(pg.lines, it.line)
+			}
+			if len(got) > i {
+				pg.from, pg.to = got[i].seq, got[len(got)-1].seq
+			}
+			pg.next = upper
+			return pg
+		}
 	}
 }

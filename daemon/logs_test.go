@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"context"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +59,72 @@ func TestEntriesStitchStoreAndRing(t *testing.T) {
 		if n := uint64(len(got)); n != last-stored.FirstSeq+1 {
 			t.Errorf("limit %d: %d entries, want %d", limit, n, last-stored.FirstSeq+1)
 		}
+	}
+}
+
+// TestLogPagesWithinBudget reads a 3000-line log the way logs_read does:
+// by default the newest entries within the budget; paging back with
+// before, or forward with since, returns every entry exactly once.
+func TestLogPagesWithinBudget(t *testing.T) {
+	a := newAPIServer(t, Config{RingEntries: 500}, store.Options{}, false)
+	r := a.start(t, fakeflutter.EnvLines+"=3000", fakeflutter.EnvLinesPerSec+"=0")
+	waitLog(t, r, "flutter: tick 3000")
+	ctx := t.Context()
+	const budget = 16 << 10
+
+	newest := r.backwardPage(ctx, 0, nil, budget, 0)
+	if n := len(strings.Join(newest.lines, "\n")); n > budget || n < budget/2 {
+		t.Errorf("default page holds %d bytes, want most of the %d budget", n, budget)
+	}
+	if !newest.truncated || !strings.Contains(newest.lines[len(newest.lines)-1]+newest.lines[len(newest.lines)-2], "tick 3000") {
+		t.Errorf("default page: truncated %v, last lines %q, want the newest entries and truncated", newest.truncated, newest.lines[len(newest.lines)-2:])
+	}
+
+	collect := func(lines []string, into map[uint64]int) {
+		for _, l := range lines {
+			seq, _, _ := strings.Cut(l, " ")
+			n, err := strconv.ParseUint(seq, 10, 64)
+			if err != nil {
+				t.Fatalf("line %q has no seq", l)
+			}
+			into[n]++
+		}
+	}
+	back := map[uint64]int{}
+	pg := newest
+	for pages := 0; ; pages++ {
+		collect(pg.lines, back)
+		if !pg.truncated {
+			break
+		}
+		if pages > 1000 {
+			t.Fatal("paging back does not end")
+		}
+		pg = r.backwardPage(ctx, pg.from, nil, budget, 0)
+	}
+	fwd := map[uint64]int{}
+	since := uint64(0)
+	for pages := 0; ; pages++ {
+		pg := r.forwardPage(ctx, since, nil, budget, 0)
+		collect(pg.lines, fwd)
+		if !pg.truncated {
+			break
+		}
+		if pages > 1000 {
+			t.Fatal("paging forward does not end")
+		}
+		since = pg.next
+	}
+	last := r.ring.Last()
+	for seq := uint64(1); seq <= last; seq++ {
+		if back[seq] != 1 || fwd[seq] != 1 {
+			t.Fatalf("seq %d returned %d times paging back, %d paging forward; want once each", seq, back[seq], fwd[seq])
+		}
+	}
+
+	grep := regexp.MustCompile(`tick 1\d\d\d$`)
+	g := r.backwardPage(ctx, 0, grep, budget, 5)
+	if len(g.lines) != 5 || !strings.HasSuffix(g.lines[4], "tick 1999") || !g.truncated {
+		t.Errorf("grep with tail 5 = %q (truncated %v), want ticks 1995..1999", g.lines, g.truncated)
 	}
 }

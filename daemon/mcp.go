@@ -36,9 +36,11 @@ const (
 	logErr     = "error"
 )
 
-const instructions = `flyd serves the files of your workspace as workspace:///<path> resources, shared with every other client on the same workspace.
-List them with resources/list (paginated), read them with resources/read; append ?start=N&length=M to read a byte range of a large file.
-Subscribe to a file to be told when it changes. fly://project/overview summarises the Flutter project (pubspec, platforms, entry points).`
+const instructions = `flyd is shared by every client on this machine: files, running apps and their logs are the same for all of them.
+Files: workspace:///<path> resources (resources/list is paged; append ?start=N&length=M to read part of a large file); subscribe to be told of changes. fly://project/overview summarises the Flutter project.
+Apps: flutter_run starts the app and returns run_id and log_uri; after editing code call flutter_hot_reload (or flutter_hot_restart) with that run_id; flutter_stop ends it. runs_list shows runs other clients started.
+Logs: logs_read {run_id} returns the newest lines within about 16 KB (page back with before, follow with since=next_since); logs://run/{id} is the same log as a resource, and subscribing to it tells you when it grows.
+Builds: flutter_build waits for the build and returns the artifact path or the failing lines.`
 
 // protocolVersions are the MCP versions flyd negotiates: the session-ful
 // ones. The shim replays a client's initialize after a daemon restart, and

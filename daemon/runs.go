@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 )
@@ -29,6 +30,7 @@ const (
 	stateExited      = store.StateExited
 	stateFailed      = store.StateFailed
 	stateInterrupted = store.StateInterrupted
+	stateCancelled   = store.StateCancelled
 )
 
 // Log attribute keys of the runs engine.
@@ -86,8 +88,9 @@ type run struct {
 	stdin    io.WriteCloser // nil unless a live `flutter run`
 	nextReq  int
 	pending  map[int]chan machineMsg
-	stopping bool
-	progress func(message string) // reports a waiting tool call's progress; nil when nobody waits
+	stopping  bool
+	cancelled string // why the call that owned a build ended it; "" if it did not
+	progress  func(message string) // reports a waiting tool call's progress; nil when nobody waits
 
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
@@ -128,6 +131,11 @@ func (e *runEngine) open(db *store.DB) error {
 		// follower resuming after one of them would skip this note.
 		meta, _ := db.LogStats(r.ID)
 		_ = db.Append(r.ID, store.Entry{Seq: meta.LastSeq + crashSeqJump, Time: time.Now(), Stream: string(logring.Fly), Text: note})
+	}
+	// The writer is not running yet: commit the notes now, before anyone
+	// can read these logs (a read loads and keeps the run).
+	if err := db.Flush(context.Background()); err != nil {
+		return fmt.Errorf("record interrupted runs: %w", err)
 	}
 	return nil
 }
@@ -328,10 +336,19 @@ func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
 	if spec.kind != store.KindRun {
 		// A build or one-shot command dies with its call.
 		cmd = exec.CommandContext(ctx, flutter, spec.args...)
-		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.Cancel = func() error {
+			why := "cancelled by the client"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "timed out"
+			}
+			r.mu.Lock()
+			r.cancelled = why
+			r.mu.Unlock()
+			return killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		}
 	}
 	cmd.Dir = spec.root
-	cmd.Env = mergeEnv(os.Environ(), spec.env)
+	cmd.Env = runEnv(spec.env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	stdout, err := cmd.StdoutPipe()
@@ -367,16 +384,27 @@ func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
 	return r, nil
 }
 
-// mergeEnv returns base with over's variables replacing base's.
-func mergeEnv(base []string, over map[string]string) []string {
-	out := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		_, ok := over[k]
-		return ok
-	})
-	for k, v := range over {
+// runEnv is the environment of a session's child: exactly the client's
+// (the editor's, as its shim sent it), not flyd's, whose variables come
+// from whichever client happened to start it. flyd's own FLY_* settings
+// (FLY_SOCKET, FLY_STATE_DIR) are left out. A session that sent no environment (an old shim, a bare
+// WebSocket client) gets flyd's.
+func runEnv(env map[string]string) []string {
+	if len(env) == 0 {
+		env = make(map[string]string)
+		for _, kv := range os.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		if k == flypaths.EnvSocket || k == flypaths.EnvStateDir {
+			continue // flyd's own; a child that runs flyctl finds flyd by the defaults
+		}
 		out = append(out, k+"="+v)
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -399,6 +427,12 @@ func (r *run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 	switch {
 	case r.stopping:
 		r.rec.State = stateStopped
+	case r.cancelled == "cancelled by the client":
+		r.rec.State = stateCancelled
+		r.rec.Error = r.cancelled
+	case r.cancelled != "":
+		r.rec.State = stateFailed
+		r.rec.Error = r.cancelled
 	case code == 0:
 		r.rec.State = stateExited
 	default:
@@ -611,11 +645,12 @@ func eventText(m machineMsg) string {
 	return m.Event + " " + string(m.Params)
 }
 
-// persist saves the record and tells the server.
+// persist queues the record for the store's writer (never a disk write
+// on the goroutine that reads the child's output) and tells the server.
 func (r *run) persist() {
 	rec := r.record()
 	if r.eng.db != nil {
-		if err := r.eng.db.PutRun(rec); err != nil {
+		if err := r.eng.db.QueueRun(rec); err != nil {
 			r.eng.log.Warn("save run record", logRun, r.id, logErr, err)
 		}
 	}

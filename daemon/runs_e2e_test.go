@@ -536,11 +536,12 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 		t.Errorf("third flutter_run = %s, want a limit error naming flutter_stop", toolText(res))
 	}
 	var logs logsReadResult
-	if res := callTool(t, cs, "logs_read", map[string]any{"uri": r1.LogURI, "grep": "app\\.started"}, &logs); res.IsError {
+	res := callTool(t, cs, "logs_read", map[string]any{"uri": r1.LogURI, "grep": "app\\.started"}, &logs)
+	if res.IsError {
 		t.Fatalf("logs_read: %s", toolText(res))
 	}
-	if len(logs.Entries) != 1 || !strings.HasPrefix(logs.Entries[0].Text, "app.started") {
-		t.Errorf("logs_read grep app.started = %+v, want one event", logs.Entries)
+	if text := toolText(res); logs.Entries != 1 || !strings.Contains(text, " event app.started") || strings.Count(text, "\n") != 0 {
+		t.Errorf("logs_read grep app.started = %+v %q, want one event", logs, text)
 	}
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": r1.RunID}, nil)
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": r2.RunID}, nil)
@@ -549,7 +550,7 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 	bare := flytest.NewEnv(t)
 	flytest.StartFlyd(t, bare)
 	noFlutter := viaShim(bare)(t, "no-flutter", root, nil)
-	res := callTool(t, noFlutter, "flutter_run", nil, nil)
+	res = callTool(t, noFlutter, "flutter_run", nil, nil)
 	if msg := toolText(res); !res.IsError || !strings.Contains(msg, "flutter not found") || !strings.Contains(msg, "--flutter") {
 		t.Errorf("flutter_run without flutter = %q, want how to install or point flyd at it", msg)
 	}

@@ -103,6 +103,7 @@ type Server struct {
 	mu        sync.Mutex
 	sessions  map[string]*session
 	notifying map[string]bool // runs whose log has a followLog goroutine
+	listed    map[string]bool // live runs whose start was announced by list_changed
 	conns     sync.WaitGroup  // session handlers; Run waits for them
 	notifyWG  sync.WaitGroup  // followLog goroutines
 }
@@ -110,7 +111,7 @@ type Server struct {
 // New returns a Server for cfg. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool)}
+	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool)}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.runs = newRunEngine(cfg, cfg.Log, s.runChanged)
 	s.mcp = s.newMCPServer()

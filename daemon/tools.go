@@ -455,7 +455,7 @@ func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams)
 		return nil, doctorResult{}, err
 	}
 	rec := r.record()
-	res := doctorResult{Report: tailText(r.ring, r.ring.Len()), LogURI: logURI(store.KindTool, r.id)}
+	res := doctorResult{Report: outputText(r.ring, defaultTextBudget), LogURI: logURI(store.KindTool, r.id)}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -546,23 +546,40 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 }
 
 type logsReadParams struct {
-	RunID string `json:"run_id,omitempty" jsonschema:"the run id; or give uri"`
-	URI   string `json:"uri,omitempty" jsonschema:"a logs://run/{id} or logs://build/{id} URI"`
-	Since uint64 `json:"since,omitempty" jsonschema:"return entries after this seq (0: from the start)"`
-	Tail  int    `json:"tail,omitempty" jsonschema:"return only the last N entries"`
-	Grep  string `json:"grep,omitempty" jsonschema:"keep only entries whose text matches this regular expression (RE2)"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 500)"`
+	RunID    string  `json:"run_id,omitempty" jsonschema:"the run id; or give uri"`
+	URI      string  `json:"uri,omitempty" jsonschema:"a logs://run/{id} or logs://build/{id} URI"`
+	Since    *uint64 `json:"since,omitempty" jsonschema:"entries after this seq, oldest first: pass the next_since of the previous call to read what came since"`
+	Before   uint64  `json:"before,omitempty" jsonschema:"entries before this seq: pass the from_seq of the previous call to page back to older entries"`
+	Tail     int     `json:"tail,omitempty" jsonschema:"at most the last N entries"`
+	Grep     string  `json:"grep,omitempty" jsonschema:"keep only entries whose text matches this regular expression (RE2)"`
+	MaxBytes int     `json:"max_bytes,omitempty" jsonschema:"budget of returned text in bytes (default 16384, at most 262144)"`
 }
 
 type logsReadResult struct {
-	RunID    string          `json:"run_id"`
-	State    string          `json:"state"`
-	Entries  []logring.Entry `json:"entries"`
-	FirstSeq uint64          `json:"first_seq"`
-	LastSeq  uint64          `json:"last_seq"`
-	Next     uint64          `json:"next_since" jsonschema:"pass as since to continue"`
+	RunID     string `json:"run_id"`
+	State     string `json:"state"`
+	FirstSeq  uint64 `json:"first_seq" jsonschema:"the oldest seq the log holds"`
+	LastSeq   uint64 `json:"last_seq" jsonschema:"the newest seq the log holds"`
+	FromSeq   uint64 `json:"from_seq,omitempty" jsonschema:"the oldest seq returned; pass as before to page back"`
+	ToSeq     uint64 `json:"to_seq,omitempty" jsonschema:"the newest seq returned"`
+	Entries   int    `json:"entries" jsonschema:"entries returned, one per line of the text"`
+	NextSince uint64 `json:"next_since" jsonschema:"pass as since to read what comes after this page"`
+	Truncated bool   `json:"truncated" jsonschema:"entries that match were left out: older ones (page back with before) or, with since, newer ones (continue with next_since)"`
 }
 
+// Budgets of what tools return: about 16 KB of text by default, so that
+// one call does not flood an agent's context.
+const (
+	defaultTextBudget = 16 << 10
+	maxTextBudget     = 256 << 10
+	// maxLogScan bounds the entries one logs_read looks at for a grep.
+	maxLogScan = 100_000
+)
+
+// logsRead returns a page of a run's log as plain text, one entry per
+// line ("seq time stream text"), within a byte budget: by default the
+// newest entries; with since, the oldest after it. The structured result
+// says where the page lies and how to page on.
 func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsReadParams) (*mcp.CallToolResult, logsReadResult, error) {
 	id := p.RunID
 	if p.URI != "" {
@@ -575,27 +592,80 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 	if id == "" {
 		return nil, logsReadResult{}, errors.New("give run_id or uri")
 	}
-	q := logQuery{since: p.Since, tail: p.Tail, limit: p.Limit}
+	budget := p.MaxBytes
+	switch {
+	case budget <= 0:
+		budget = defaultTextBudget
+	case budget > maxTextBudget:
+		return nil, logsReadResult{}, fmt.Errorf("max_bytes %d is over %d", budget, maxTextBudget)
+	}
+	var grep *regexp.Regexp
 	if p.Grep != "" {
 		re, err := regexp.Compile(p.Grep)
 		if err != nil {
 			return nil, logsReadResult{}, fmt.Errorf("grep %q: %w", p.Grep, err)
 		}
-		q.grep = re
+		grep = re
 	}
 	r, err := t.s.runs.get(id)
 	if err != nil {
 		return nil, logsReadResult{}, err
 	}
-	page := r.entries(q)
-	return nil, logsReadResult{RunID: id, State: string(r.record().State), Entries: page.entries,
-		FirstSeq: page.first, LastSeq: page.last, Next: page.next}, nil
+	var pg logTextPage
+	if p.Since != nil {
+		pg = r.forwardPage(ctx, *p.Since, grep, budget, p.Tail)
+	} else {
+		pg = r.backwardPage(ctx, p.Before, grep, budget, p.Tail)
+	}
+	res := logsReadResult{RunID: id, State: string(r.record().State), FirstSeq: pg.first, LastSeq: pg.last,
+		Entries: len(pg.lines), NextSince: pg.next, Truncated: pg.truncated}
+	if len(pg.lines) > 0 {
+		res.FromSeq, res.ToSeq = pg.from, pg.to
+	}
+	text := strings.Join(pg.lines, "\n")
+	if len(pg.lines) == 0 {
+		text = "(no entries)"
+	}
+	if pg.truncated {
+		if p.Since != nil {
+			text += fmt.Sprintf("\n… more entries follow: call again with since=%d", pg.next)
+		} else {
+			text = fmt.Sprintf("… older entries left out: call again with before=%d\n", pg.from) + text
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil
 }
 
-// tailText is the last n entries of ring as plain text.
+// tailText is the last n entries of ring as plain text, at most
+// defaultTextBudget bytes of it.
 func tailText(ring *logring.Ring, n int) string {
+	return budgetText(ring.Tail(n), defaultTextBudget, "")
+}
+
+// outputText is what a one-shot command printed (flyd's own notes left
+// out), its end kept within budget bytes.
+func outputText(ring *logring.Ring, budget int) string {
+	out := slices.DeleteFunc(ring.Tail(ring.Len()), func(e logring.Entry) bool { return e.Stream == logring.Fly })
+	return budgetText(out, budget, "")
+}
+
+// budgetText joins the texts of entries, one per line, keeping the newest
+// that fit in budget bytes; a first line says how many were cut.
+func budgetText(entries []logring.Entry, budget int, uri string) string {
+	used, i := 0, len(entries)
+	for i > 0 && used+len(entries[i-1].Text)+1 <= budget {
+		used += len(entries[i-1].Text) + 1
+		i--
+	}
 	var b strings.Builder
-	for _, e := range ring.Tail(n) {
+	if i > 0 {
+		fmt.Fprintf(&b, "… %d earlier lines left out", i)
+		if uri != "" {
+			fmt.Fprintf(&b, "; read them at %s", uri)
+		}
+		b.WriteByte('\n')
+	}
+	for _, e := range entries[i:] {
 		b.WriteString(e.Text)
 		b.WriteByte('\n')
 	}

@@ -31,6 +31,7 @@ const (
 	StateStopped     State = "stopped"     // stopped by a client or by flyd's shutdown
 	StateExited      State = "exited"      // the process exited by itself
 	StateFailed      State = "failed"      // it could not start, or the build failed
+	StateCancelled   State = "cancelled"   // the call that waited for it was cancelled, so it was killed
 	StateInterrupted State = "interrupted" // flyd died while it was live; see MarkInterrupted
 )
 

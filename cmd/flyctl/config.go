@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
 
@@ -244,7 +243,7 @@ func (mc mcpClient) entry(flyctl, dir string, getenv func(string) string) (serve
 		e.Command = abs
 	}
 	e.Args = []string{"mcp", "--workspace", dir}
-	for _, k := range wire.EnvNames {
+	for _, k := range flutterEnvNames {
 		if v := getenv(k); v != "" && k != "HOME" {
 			if e.Env == nil {
 				e.Env = map[string]string{}
@@ -254,6 +253,10 @@ func (mc mcpClient) entry(flyctl, dir string, getenv func(string) string) (serve
 	}
 	return e, nil
 }
+
+// flutterEnvNames are the variables a generated editor config pins for
+// flutter, for editors that start servers with a bare environment.
+var flutterEnvNames = []string{"PATH", "FLUTTER_ROOT", "ANDROID_HOME", "ANDROID_SDK_ROOT", "JAVA_HOME", "PUB_CACHE"}
 
 // selfPath is the absolute path of this flyctl, preferring the one on
 // PATH when it is the same file: a stable link (/usr/local/bin/flyctl)

@@ -116,7 +116,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		Socket:           p.Socket,
 		StateDir:         p.StateDir,
 		Workspace:        root,
-		Env:              wire.EncodeEnv(getenv),
+		Env:              wire.EncodeEnv(environ(getenv)),
 		Start:            serviceStarter(getenv, flyd != ""),
 		Flyd:             argv,
 		StartTimeout:     *startTimeout,
@@ -266,4 +266,29 @@ func checkExecutable(path string) error {
 		return fmt.Errorf("%s is not executable", path)
 	}
 	return nil
+}
+
+// environ is the environment that getenv sees, as os.Environ gives it:
+// the names of this process's environment, valued by getenv (which tests
+// replace), so that the session's runs get the editor's whole
+// environment.
+func environ(getenv func(string) string) []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if v := getenv(k); v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	for _, k := range []string{"PATH", "HOME", "FLUTTER_ROOT"} {
+		if v := getenv(k); v != "" && !seen[k] {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }

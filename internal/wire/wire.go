@@ -51,42 +51,44 @@ const (
 	// HeaderWorkspace is the URL-query-escaped absolute workspace root the
 	// shim wants its session bound to.
 	HeaderWorkspace = "X-Fly-Workspace"
-	// HeaderEnv carries the client's flutter-relevant environment,
-	// encoded as URL query values (see EnvNames).
+	// HeaderEnv carries the client's whole environment, encoded as URL
+	// query values (see EncodeEnv).
 	HeaderEnv = "X-Fly-Env"
 	// HeaderMaxMessage is the largest message in bytes flyd accepts on
 	// RouteMCP; the shim refuses larger lines itself with a clear error.
 	HeaderMaxMessage = "X-Fly-Max-Message-Bytes"
 )
 
-// EnvNames are the environment variables a session passes to the
-// flutter processes it starts.
-var EnvNames = []string{"PATH", "FLUTTER_ROOT", "ANDROID_HOME", "ANDROID_SDK_ROOT", "JAVA_HOME", "PUB_CACHE", "HOME"}
+// MaxEnvVars bounds the variables DecodeEnv keeps.
+const MaxEnvVars = 4096
 
 // VersionHeader is the value of HeaderVersion for this build.
 func VersionHeader() string {
 	return Version + " protocol=" + strconv.Itoa(Protocol)
 }
 
-// EncodeEnv encodes the EnvNames present in getenv for HeaderEnv.
-func EncodeEnv(getenv func(string) string) string {
+// EncodeEnv encodes an environment, as os.Environ gives it, for
+// HeaderEnv: the session's runs get exactly this environment.
+func EncodeEnv(environ []string) string {
 	v := url.Values{}
-	for _, k := range EnvNames {
-		if s := getenv(k); s != "" {
-			v.Set(k, s)
+	for _, kv := range environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && k != "" {
+			v.Set(k, val)
 		}
 	}
 	return v.Encode()
 }
 
-// DecodeEnv decodes a HeaderEnv value, keeping only EnvNames.
+// DecodeEnv decodes a HeaderEnv value. Names must be non-empty and hold
+// no '='; at most MaxEnvVars are kept.
 func DecodeEnv(s string) map[string]string {
 	v, _ := url.ParseQuery(s)
-	env := make(map[string]string)
-	for _, k := range EnvNames {
-		if x := v.Get(k); x != "" {
-			env[k] = x
+	env := make(map[string]string, len(v))
+	for k, vals := range v {
+		if k == "" || strings.ContainsAny(k, "=\x00") || len(env) >= MaxEnvVars {
+			continue
 		}
+		env[k] = vals[0]
 	}
 	return env
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -29,9 +30,10 @@ func TestCheckPeer(t *testing.T) {
 }
 
 func TestEnvRoundTrip(t *testing.T) {
-	in := map[string]string{"PATH": "/a b:/c&d=e", "HOME": "/home/ü", "SECRET": "nope"}
-	got := DecodeEnv(EncodeEnv(func(k string) string { return in[k] }))
-	if len(got) != 2 || got["PATH"] != in["PATH"] || got["HOME"] != in["HOME"] {
-		t.Errorf("DecodeEnv(EncodeEnv(%v)) = %v, want PATH and HOME only", in, got)
+	in := []string{"PATH=/a b:/c&d=e", "HOME=/home/ü", "CHROME_EXECUTABLE=/opt/chrome", "EMPTY=", "=bad"}
+	got := DecodeEnv(EncodeEnv(in))
+	want := map[string]string{"PATH": "/a b:/c&d=e", "HOME": "/home/ü", "CHROME_EXECUTABLE": "/opt/chrome", "EMPTY": ""}
+	if !maps.Equal(got, want) {
+		t.Errorf("DecodeEnv(EncodeEnv(%q)) = %v, want %v", in, got, want)
 	}
 }
