@@ -82,8 +82,8 @@ func statFiles(root *os.Root, files []File) []FileInfo {
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			fi, err = root.Stat(filepath.FromSlash(f.Path)) // where it leads, if within root
 		}
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
+		if err != nil || !fi.Mode().IsRegular() || linkCount(fi) > 1 {
+			continue // gone, not a file, or hard-linked: see openServed
 		}
 		out = append(out, FileInfo{Path: f.Path, Size: fi.Size(), ModTime: fi.ModTime()})
 	}
@@ -403,11 +403,11 @@ func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 				d.subs = append(d.subs, &walkDir{rel: joinRel(d.rel, name)})
 			}
 		case typ.IsRegular():
-			if x.match.servedName(name) {
+			if x.match.servedName(parent, name) {
 				names = append(names, name)
 			}
 		case typ&fs.ModeSymlink != 0:
-			if x.match.servedName(name) {
+			if x.match.servedName(parent, name) {
 				names = append(names, name)
 				links = append(links, name)
 			}
@@ -577,8 +577,8 @@ func (x *Index) symlinkFile(rel string) (File, bool) {
 	if !ok || trel == "" {
 		return File{}, false
 	}
-	dir, name := path.Split(trel)
-	if !servable(name) || dir != "" && skipDir(dir[:len(dir)-1]) {
+	dir, _ := path.Split(trel)
+	if !servable(trel) || dir != "" && skipDir(dir[:len(dir)-1]) {
 		return File{}, false
 	}
 	return File{Path: rel}, true

@@ -160,9 +160,9 @@ func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 				// Served here: the SDK's template match does not take a query.
 				return s.readLog(ctx, req.(*mcp.ReadResourceRequest))
 			case strings.HasPrefix(uri, workspaceScheme+":"):
-				if _, _, err := parseWorkspaceURI(uri); err != nil {
-					return nil, err
-				}
+				// Served here too, so that read and subscribe decide alike
+				// whatever the SDK's template match makes of the URI.
+				return s.readWorkspace(ctx, req.(*mcp.ReadResourceRequest))
 			case !strings.HasPrefix(uri, "fly://"):
 				return nil, notFound(uri, "flyd serves workspace:///<path>, logs:// and fly:// resources only")
 			}
@@ -383,7 +383,8 @@ func (s *Server) recentSessions(w *workspace) []SessionInfo {
 	return out
 }
 
-// subscribe records a subscription of this session only.
+// subscribe records a subscription of this session only. A workspace
+// file must be one that resources/read would serve: the same checks decide.
 func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	sess, err := s.sessionOf(req.Session)
 	if err != nil {
@@ -393,6 +394,14 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	key, err := s.subscriptionKey(uri)
 	if err != nil {
 		return err
+	}
+	if strings.HasPrefix(key, workspacePrefix) {
+		rel, _, _ := parseWorkspaceURI(key)
+		f, _, err := openServed(sess.ws.fsRoot, uri, rel)
+		if err != nil {
+			return err
+		}
+		f.Close()
 	}
 	sess.setSubscribed(key, true)
 	return nil

@@ -180,30 +180,108 @@ type fileContent struct {
 	length int64 // bytes read
 }
 
-// readFile reads rel from root within rng. maxRead caps a read without a
-// range, and the length of a read with one. Opening never blocks (FIFOs
-// are refused) and never leaves the root.
-func readFile(root *os.Root, uri, rel string, rng byteRange, maxRead int64) (*fileContent, error) {
+// openServed opens the workspace file rel for reading through root: it
+// never blocks (FIFOs are refused), never leaves the root (os.Root refuses
+// links out), and refuses anything but a regular file with one link (a
+// hard link could be to a file outside the workspace, and nothing in the
+// file says which name is the original). Read and subscribe both go
+// through it, so they accept and refuse the same files.
+func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
 	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, notFound(uri, "no such file")
+			return nil, nil, notFound(uri, "no such file")
 		case errors.Is(err, syscall.ELOOP), strings.Contains(err.Error(), "escapes"):
-			return nil, notFound(uri, "it leads outside the workspace through a symlink")
+			return nil, nil, notFound(uri, "it leads outside the workspace through a symlink")
 		case errors.Is(err, fs.ErrPermission):
-			return nil, notFound(uri, "permission denied")
+			return nil, nil, notFound(uri, "permission denied")
 		}
-		return nil, notFound(uri, err.Error())
+		return nil, nil, notFound(uri, err.Error())
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, notFound(uri, err.Error())
+		f.Close()
+		return nil, nil, notFound(uri, err.Error())
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notFound(uri, "not a regular file")
+		f.Close()
+		return nil, nil, notFound(uri, "not a regular file")
 	}
+	if n := linkCount(fi); n > 1 {
+		f.Close()
+		return nil, nil, notFound(uri, fmt.Sprintf("it has %d hard links, and one could be a file outside the workspace: flyd does not serve hard-linked files", n))
+	}
+	return f, fi, nil
+}
+
+// linkCount is the number of hard links of the file fi describes, or 1
+// where the OS does not tell.
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// checkWritableDir checks that rel, a directory a command will create or
+// write into, stays inside the root as the command will see it: every
+// element that exists is a real directory (not a symlink, which could lead
+// anywhere), and what does not exist yet will be created under one.
+func checkWritableDir(root *os.Root, rel string) error {
+	if rel == "." {
+		return nil
+	}
+	if _, err := checkRelPath("/" + rel); err != nil {
+		return fmt.Errorf("%q is not a plain path inside the workspace", rel)
+	}
+	prefix := ""
+	for _, el := range strings.Split(rel, "/") {
+		prefix = path.Join(prefix, el)
+		fi, err := root.Lstat(filepath.FromSlash(prefix))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // created by the command, under a real directory
+		case err != nil:
+			return fmt.Errorf("%s: %w", prefix, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symlink, which could lead outside the workspace: flyd only writes into real directories of the workspace", prefix)
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", prefix)
+		}
+	}
+	return nil
+}
+
+// checkReadableFile checks that rel names a file a command will read
+// inside the root: os.Root follows symlinks only within it.
+func checkReadableFile(root *os.Root, rel string) error {
+	if _, err := checkRelPath("/" + rel); err != nil {
+		return fmt.Errorf("%q is not a plain path inside the workspace", rel)
+	}
+	fi, err := root.Stat(filepath.FromSlash(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist in the workspace", rel)
+	case err != nil && strings.Contains(err.Error(), "escapes"):
+		return fmt.Errorf("%s leads outside the workspace through a symlink", rel)
+	case err != nil:
+		return fmt.Errorf("%s: %w", rel, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", rel)
+	}
+	return nil
+}
+
+// readFile reads rel from root within rng. maxRead caps a read without a
+// range, and the length of a read with one. It opens the file with
+// openServed.
+func readFile(root *os.Root, uri, rel string, rng byteRange, maxRead int64) (*fileContent, error) {
+	f, fi, err := openServed(root, uri, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	total := fi.Size()
 	c := &fileContent{total: total, start: rng.start}
 	switch {

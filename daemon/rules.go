@@ -31,7 +31,7 @@ func DefaultRules() Rules {
 // the workspace root) is served.
 func (r Rules) served(rel string) bool {
 	dir, name := path.Split(rel)
-	return r.allowed(name) && servable(name) && (dir == "" || !skipDir(dir[:len(dir)-1]))
+	return r.allowed(name) && servable(rel) && (dir == "" || !skipDir(dir[:len(dir)-1]))
 }
 
 // allowed reports whether the base name is allowlisted, by extension (case
@@ -75,9 +75,10 @@ func (r Rules) compile() ruleMatcher {
 	return m
 }
 
-// servedName reports whether a file of this base name is served, provided
-// that its directory is not skipped.
-func (m ruleMatcher) servedName(name string) bool {
+// servedName reports whether a file of this base name, in a directory
+// whose own base name is parent, is served, provided that its directory
+// is not skipped.
+func (m ruleMatcher) servedName(parent, name string) bool {
 	if _, ok := m.names[name]; !ok {
 		e := nameExt(name)
 		if e == "" {
@@ -92,32 +93,44 @@ func (m ruleMatcher) servedName(name string) bool {
 			}
 		}
 	}
-	return servable(name)
+	return !skipFile(name) && !secretName(parent, name)
 }
 
 // served is Rules.served for a compiled ruleMatcher.
 func (m ruleMatcher) served(rel string) bool {
 	dir, name := path.Split(rel)
-	return m.servedName(name) && (dir == "" || !skipDir(dir[:len(dir)-1]))
+	return m.servedName(path.Base(path.Dir(rel)), name) && (dir == "" || !skipDir(dir[:len(dir)-1]))
 }
 
-// servable reports whether a file of this base name may be served at all:
-// it is neither a secret nor a skipped file.
-func servable(name string) bool {
-	return !isSecret(name) && !skipFile(name)
+// servable reports whether the file rel may be served at all: it is
+// neither a secret nor a skipped file.
+func servable(rel string) bool {
+	return !isSecret(rel) && !skipFile(path.Base(rel))
 }
 
 // isSecret reports whether rel names a file that is never served, whatever
 // the allowlist says: signing keys, keystores, certificates, local
-// properties and .env files. Only the base name counts, case insensitively.
+// properties, .env files and well-known credential files. The base name
+// counts, case insensitively, and for a few files its directory.
 func isSecret(rel string) bool {
-	name := path.Base(rel)
+	return secretName(path.Base(path.Dir(rel)), path.Base(rel))
+}
+
+// secretName is isSecret for the file name in a directory whose base
+// name is parent.
+func secretName(parent, name string) bool {
 	if hasUpperASCII(name) {
 		name = strings.ToLower(name)
 	}
 	switch name {
-	case "key.properties", "local.properties", ".env", ".envrc":
+	case "key.properties", "local.properties", ".env", ".envrc",
+		".netrc", "_netrc", ".git-credentials", "pub-credentials.json", "credentials.json",
+		"application_default_credentials.json", ".npmrc", ".pypirc", ".pgpass":
 		return true
+	case "hosts.yml", "hosts.yaml": // gh's tokens
+		return parent == "gh"
+	case "config.json": // docker's auths
+		return parent == ".docker"
 	}
 	if strings.HasPrefix(name, ".env.") {
 		return true
@@ -148,6 +161,26 @@ var skipDirNames = map[string]struct{}{
 	".pub-cache":   {},
 	".pub":         {},
 	".symlinks":    {}, // ios/.symlinks
+	".ssh":         {},
+	".aws":         {},
+	".gnupg":       {},
+	".docker":      {},
+	".kube":        {},
+}
+
+// hiddenDirsServed are the hidden directories a project commonly keeps
+// source or configuration in; every other directory whose name starts
+// with a dot is skipped (tool state, caches, credentials).
+var hiddenDirsServed = map[string]struct{}{
+	".github":       {},
+	".gitlab":       {},
+	".circleci":     {},
+	".buildkite":    {},
+	".devcontainer": {},
+	".vscode":       {},
+	".run":          {}, // IntelliJ run configurations
+	".husky":        {},
+	".well-known":   {}, // web/.well-known: app links
 }
 
 // skipDir reports whether the directory rel (slash-separated, relative) or
@@ -175,6 +208,10 @@ func skipDir(rel string) bool {
 func skipDirElem(parent, elem string) bool {
 	if _, ok := skipDirNames[elem]; ok {
 		return true
+	}
+	if strings.HasPrefix(elem, ".") {
+		_, ok := hiddenDirsServed[elem]
+		return !ok
 	}
 	return elem == "ephemeral" && (parent == "Flutter" || parent == "flutter")
 }

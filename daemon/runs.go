@@ -83,13 +83,13 @@ type run struct {
 	ring *logring.Ring
 	eng  *runEngine
 
-	mu       sync.Mutex
-	rec      store.Run
-	stdin    io.WriteCloser // nil unless a live `flutter run`
-	nextReq  int
-	pending  map[int]chan machineMsg
+	mu        sync.Mutex
+	rec       store.Run
+	stdin     io.WriteCloser // nil unless a live `flutter run`
+	nextReq   int
+	pending   map[int]chan machineMsg
 	stopping  bool
-	cancelled string // why the call that owned a build ended it; "" if it did not
+	cancelled string               // why the call that owned a build ended it; "" if it did not
 	progress  func(message string) // reports a waiting tool call's progress; nil when nobody waits
 
 	started chan struct{} // closed at app.started, or when the process ends

@@ -28,6 +28,7 @@ import (
 // means its default.
 type Config struct {
 	Paths flypaths.Paths // socket and state directory
+	Home  string         // the user's home directory: it and its ancestors are refused as workspaces
 
 	MaxMessageBytes int64         // largest MCP message accepted (default 4 MiB)
 	PageSize        int           // resources/list page (default 100)
@@ -113,6 +114,7 @@ func New(cfg Config) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool)}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
+	s.ws.home = cfg.Home
 	s.runs = newRunEngine(cfg, cfg.Log, s.runChanged)
 	s.mcp = s.newMCPServer()
 	return s

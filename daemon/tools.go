@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -102,8 +103,9 @@ type buildOptions struct {
 	DartDefines []string `json:"dart_defines,omitempty" jsonschema:"defines passed as --dart-define, each written KEY=VALUE"`
 }
 
-// args turns the options into flutter flags, validating them.
-func (o buildOptions) args() ([]string, error) {
+// args turns the options into flutter flags, validating them; a path
+// must resolve inside root.
+func (o buildOptions) args(root *os.Root) ([]string, error) {
 	var args []string
 	switch o.Mode {
 	case "":
@@ -113,8 +115,8 @@ func (o buildOptions) args() ([]string, error) {
 		return nil, fmt.Errorf("mode %q is not debug, profile or release", o.Mode)
 	}
 	if o.Target != "" {
-		if _, err := checkRelPath("/" + o.Target); err != nil {
-			return nil, fmt.Errorf("target %q must be a path inside the workspace", o.Target)
+		if err := checkReadableFile(root, o.Target); err != nil {
+			return nil, fmt.Errorf("target: %w", err)
 		}
 		args = append(args, "--target", o.Target)
 	}
@@ -133,21 +135,33 @@ func (o buildOptions) args() ([]string, error) {
 	return args, nil
 }
 
-// runArgsAllowed are the extra `flutter run` flags a client may pass.
+// runArgsAllowed are the extra `flutter run` flags a client may pass:
+// none of them can make flutter run a program of the client's choosing.
+// (--web-browser-flag is not one of them: some Chrome flags, such as
+// --renderer-cmd-prefix, run arbitrary commands.) --dart-define-from-file
+// names a file, which must be inside the workspace.
 var runArgsAllowed = []string{
-	"--web-port", "--web-hostname", "--web-renderer", "--web-browser-flag", "--no-pub", "--pub",
+	"--web-port", "--web-hostname", "--web-renderer", "--no-pub", "--pub",
 	"--track-widget-creation", "--no-track-widget-creation", "--verbose", "-v", "--start-paused",
 	"--enable-software-rendering", "--trace-startup", "--endless-trace-buffer", "--purge-persistent-cache",
 	"--device-vmservice-port", "--host-vmservice-port", "--dart-define-from-file", "--print-dtd",
 	"--wasm", "--no-wasm", "--hot", "--no-hot",
 }
 
-func checkRunArgs(args []string) error {
+func checkRunArgs(root *os.Root, args []string) error {
 	for _, a := range args {
-		name, _, _ := strings.Cut(a, "=")
+		name, val, hasVal := strings.Cut(a, "=")
 		if !slices.Contains(runArgsAllowed, name) {
-			return fmt.Errorf("argument %q is not allowed; allowed: %s (use the tool's own fields for device, target, mode, flavor and defines)",
+			return fmt.Errorf("argument %q is not allowed; allowed: %s (use the tool's own fields for device, target, mode, flavor and defines; write each flag as --name=value)",
 				a, strings.Join(runArgsAllowed, " "))
+		}
+		if name == "--dart-define-from-file" {
+			if !hasVal {
+				return fmt.Errorf("write --dart-define-from-file=PATH, with a path inside the workspace")
+			}
+			if err := checkReadableFile(root, val); err != nil {
+				return fmt.Errorf("--dart-define-from-file: %w", err)
+			}
 		}
 	}
 	return nil
@@ -174,11 +188,11 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	args, err := p.args()
+	args, err := p.args(sess.ws.fsRoot)
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	if err := checkRunArgs(p.Args); err != nil {
+	if err := checkRunArgs(sess.ws.fsRoot, p.Args); err != nil {
 		return nil, runResult{}, err
 	}
 	if p.Device != "" {
@@ -329,7 +343,7 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	if !ok {
 		return nil, buildResult{}, fmt.Errorf("platform %q is not one of apk, appbundle, web, ios, ipa, macos, linux, windows", p.Platform)
 	}
-	args, err := p.args()
+	args, err := p.args(sess.ws.fsRoot)
 	if err != nil {
 		return nil, buildResult{}, err
 	}
@@ -486,10 +500,8 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 		return nil, createResult{}, err
 	}
 	dir := path.Clean(p.Directory)
-	if dir != "." {
-		if _, err := checkRelPath("/" + dir); err != nil {
-			return nil, createResult{}, fmt.Errorf("directory %q must be inside the workspace", p.Directory)
-		}
+	if err := checkWritableDir(sess.ws.fsRoot, dir); err != nil {
+		return nil, createResult{}, fmt.Errorf("flutter_create directory %q refused: %w", p.Directory, err)
 	}
 	args := []string{"create"}
 	for flag, v := range map[string]string{"--project-name": p.ProjectName, "--org": p.Org} {

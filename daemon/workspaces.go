@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	flypaths "github.com/fly-dev/fly/internal/paths"
 )
 
 // maxRecentSessions bounds fly://sessions/recent per workspace.
@@ -48,6 +50,7 @@ func (w *workspace) connected() []*session {
 // workspaces owns every open workspace and the goroutines of their
 // indexes. close stops them all and waits.
 type workspaces struct {
+	home     string // refused as a root, with its ancestors
 	rules    Rules
 	linger   time.Duration
 	log      *slog.Logger
@@ -67,7 +70,7 @@ var errShuttingDown = errors.New("flyd is shutting down")
 
 // cleanRoot turns a client's workspace path into the key that sessions
 // share: absolute, symlinks resolved, and a directory.
-func cleanRoot(dir string) (string, error) {
+func cleanRoot(dir, home string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", fmt.Errorf("workspace %q is not an absolute path", dir)
 	}
@@ -82,6 +85,14 @@ func cleanRoot(dir string) (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("workspace %s is not a directory", dir)
 	}
+	if home != "" {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			home = h
+		}
+	}
+	if err := flypaths.CheckRoot(root, home); err != nil {
+		return "", err
+	}
 	return root, nil
 }
 
@@ -89,7 +100,7 @@ func cleanRoot(dir string) (string, error) {
 // has it open. Concurrent callers for the same root share one build.
 // Every successful acquire must be paired with release.
 func (ws *workspaces) acquire(dir string) (*workspace, error) {
-	root, err := cleanRoot(dir)
+	root, err := cleanRoot(dir, ws.home)
 	if err != nil {
 		return nil, err
 	}

@@ -27,10 +27,12 @@ the per-user daemon, so every editor shares one workspace index, one set of
 flutter runs and their logs. Put this command in your editor's MCP config.
 stdout carries only the protocol; diagnostics go to stderr.
 
-The session is bound to the workspace root (the current directory unless
---workspace is given) and passes on PATH, FLUTTER_ROOT, ANDROID_HOME,
-ANDROID_SDK_ROOT, JAVA_HOME, PUB_CACHE and HOME for the flutter processes
-it starts. If no flyd answers, it starts one: the flyd user service if
+The session is bound to a workspace root: --workspace if given, else the
+project the current directory is in (the nearest pubspec.yaml, else the top
+of its git repository, else the directory itself). /, your home directory
+and its ancestors are refused. The flutter processes the session starts get
+this process's whole environment (the editor's), so CHROME_EXECUTABLE,
+proxies and the like reach them. If no flyd answers, it starts one: the flyd user service if
 'flyctl service install' installed it, else flyd in the background (the
 flyd binary next to flyctl, else on PATH, or the one given with
 --flyd PATH), which keeps running after the editor exits and logs to
@@ -91,7 +93,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		reconnect = -1 // shim.Config: never reconnect
 	}
 
-	root, err := workspaceRoot(*workspace)
+	root, err := workspaceRoot(*workspace, getenv("HOME"))
 	if err != nil {
 		return err
 	}
@@ -191,10 +193,12 @@ func lookPath(name string, getenv func(string) string) string {
 	return ""
 }
 
-// workspaceRoot resolves the --workspace flag (the current directory
-// when empty) to an absolute path without symlinks, which must be a
-// directory.
-func workspaceRoot(dir string) (string, error) {
+// workspaceRoot is the root the session is bound to: dir (--workspace)
+// if given, else the project the current directory is in (the nearest
+// pubspec.yaml, else the top of its git repository, else the directory
+// itself). It is absolute with symlinks resolved, and never /, the home
+// directory or an ancestor of it.
+func workspaceRoot(dir, home string) (string, error) {
 	flagged := dir != ""
 	if !flagged {
 		wd, err := os.Getwd()
@@ -221,6 +225,17 @@ func workspaceRoot(dir string) (string, error) {
 			return "", usagef("mcp: --workspace: %v", err)
 		}
 		return "", fmt.Errorf("workspace: %w", err)
+	}
+	if home != "" {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			home = h
+		}
+	}
+	if !flagged {
+		root = paths.ProjectRoot(root, home)
+	}
+	if err := paths.CheckRoot(root, home); err != nil {
+		return "", err
 	}
 	return root, nil
 }

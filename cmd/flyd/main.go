@@ -136,8 +136,10 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	for _, e := range *extraExt {
 		rules.Extensions = append(rules.Extensions, "."+strings.ToLower(strings.TrimPrefix(e, ".")))
 	}
+	home, _ := os.UserHomeDir()
 	srv := daemon.New(daemon.Config{
 		Paths:           p,
+		Home:            home,
 		MaxMessageBytes: int64(*maxMsgMB) << 20,
 		MaxReadBytes:    int64(*maxReadMB) << 20,
 		PageSize:        *pageSize,

@@ -114,6 +114,11 @@ const (
 	// EnvNoDevices makes `devices --machine` print [] and `run` fail with
 	// "No supported devices connected.".
 	EnvNoDevices = "FAKE_FLUTTER_NO_DEVICES"
+
+	// EnvPrintEnv names variables (comma-separated) that `run` prints,
+	// right after app.started, as app.log lines "flutter: env NAME=value"
+	// ("<unset>" when unset): tests see which environment a run got.
+	EnvPrintEnv = "FAKE_FLUTTER_PRINT_ENV"
 )
 
 // Exit codes, as the real tool uses them.

@@ -295,6 +295,15 @@ func (r *runner) launch() (int, bool) {
 	}
 	r.out.event("app.dtd", uriParams{AppID: r.appID, URI: fmt.Sprintf("ws://127.0.0.1:%d/%s", port(), token())})
 	r.out.event("app.started", appIDParams{r.appID})
+	if names := os.Getenv(EnvPrintEnv); names != "" {
+		for _, k := range strings.Split(names, ",") {
+			v, ok := os.LookupEnv(k)
+			if !ok {
+				v = "<unset>"
+			}
+			r.out.event("app.log", logParams{AppID: r.appID, Log: "flutter: env " + k + "=" + v})
+		}
+	}
 	if r.debugging() {
 		// flutter_tools sends this one without an appId.
 		r.out.event("app.devTools", uriParams{URI: "http://127.0.0.1:9100"})
