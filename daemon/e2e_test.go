@@ -313,6 +313,31 @@ func TestSingleInstance(t *testing.T) {
 	}
 }
 
+// TestTwoDaemonsOneSocket: a second flyd with another state directory but
+// the same socket exits, and never removes the live daemon's socket.
+func TestTwoDaemonsOneSocket(t *testing.T) {
+	e := flytest.NewEnv(t)
+	first := flytest.StartFlyd(t, e)
+	flyd, _ := flytest.Binaries(t)
+	cmd := exec.Command(flyd, "run")
+	cmd.Env = append(append([]string{}, e.Vars...), "FLY_STATE_DIR="+filepath.Join(t.TempDir(), "other-state"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second flyd: err = %v, want exit status 1\n%s", err, out)
+	}
+	want := fmt.Sprintf("flyd already running (pid %d) on socket %s", first.Cmd.Process.Pid, e.Paths.Socket)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("second flyd said %q, want it to contain %q", out, want)
+	}
+	if _, err := os.Lstat(e.Paths.Socket); err != nil {
+		t.Fatalf("the live daemon's socket is gone: %v", err)
+	}
+	if st, err := getStatus(e); err != nil || st.PID != first.Cmd.Process.Pid {
+		t.Errorf("first flyd no longer answers: %+v, %v", st, err)
+	}
+}
+
 // TestStaleSocket: after kill -9 the socket file stays behind; the next
 // flyd replaces it.
 func TestStaleSocket(t *testing.T) {

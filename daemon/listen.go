@@ -85,7 +85,7 @@ func prepareSocketDir(socket string) error {
 }
 
 // listenUnix replaces a stale socket and listens. The caller must hold
-// the instance lock: only then is an existing socket known to be stale.
+// the socket's lock: only then is an existing socket known to be stale.
 func listenUnix(socket string) (net.Listener, error) {
 	if err := os.Remove(socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)

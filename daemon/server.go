@@ -147,6 +147,17 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := prepareSocketDir(p.Socket); err != nil {
 		return err
 	}
+	// The state lock is per state directory; the socket needs its own: a
+	// flyd with another state dir but this socket must not unlink a live
+	// daemon's socket.
+	sockLock, err := acquireLock(p.Socket + ".lock")
+	if err != nil {
+		if errors.Is(err, ErrAlreadyRunning) {
+			return fmt.Errorf("%w on socket %s", err, p.Socket)
+		}
+		return err
+	}
+	defer sockLock.release()
 	ln, err := listenUnix(p.Socket)
 	if err != nil {
 		return err

@@ -50,6 +50,11 @@ func unixClient(path string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		// Proxy is nil: a proxy from the environment never applies.
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			// Nothing (the editor's environment, its workspace) is sent to
+			// a socket that another user could have put there.
+			if err := paths.CheckSocketTrust(path); err != nil {
+				return nil, err
+			}
 			return d.DialContext(ctx, "unix", path)
 		},
 	}}

@@ -35,6 +35,9 @@ func newClient(getenv func(string) string) (*client, error) {
 	}
 	return &client{socket: p.Socket, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			if err := paths.CheckSocketTrust(p.Socket); err != nil {
+				return nil, err
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", p.Socket)
 		},
