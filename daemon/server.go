@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -208,17 +209,42 @@ func (s *Server) shutdown(hs *http.Server) {
 	defer cancel()
 	_ = hs.Shutdown(ctx) // stops accepting; hijacked WebSockets are ours to close
 	s.mu.Lock()
-	live := slices.Collect(mapValues(s.sessions))
+	live := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
+	// Sessions close together, each flushing what it still owes its
+	// client; one whose client does not read is dropped once the budget
+	// is spent, so that no client can hold up flyd's stop.
+	var closing sync.WaitGroup
 	for _, sess := range live {
 		if ss := sess.ss.Load(); ss != nil {
-			ss.Close()
+			closing.Go(func() { ss.Close() })
 		}
 	}
-	s.conns.Wait()
+	done := make(chan struct{})
+	go func() { // owned by shutdown: ends when every session handler has
+		s.conns.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(sessionCloseBudget)
+	select {
+	case <-done:
+	case <-t.C:
+		for _, sess := range live {
+			if a, ok := sess.conn.(interface{ abort() }); ok {
+				a.abort()
+			}
+		}
+		<-done
+	}
+	t.Stop()
+	closing.Wait()
 	s.notifyWG.Wait()
 	s.ws.close()
 }
+
+// sessionCloseBudget is how long shutdown lets sessions close cleanly
+// before it drops their connections.
+const sessionCloseBudget = 3 * time.Second
 
 // startStore hands db to the runs engine and runs its writer. The returned
 // function stops the writer, waits for it and closes the file.
@@ -242,16 +268,6 @@ func (s *Server) startStore(db *store.DB) (stop func(), err error) {
 			s.log.Error("close store", logErr, err)
 		}
 	}, nil
-}
-
-func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
-	return func(yield func(V) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }
 
 // Handler is flyd's HTTP API, the same on every listener. Every reply

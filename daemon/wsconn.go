@@ -30,13 +30,15 @@ type wsConn struct {
 	id           string
 	writeTimeout time.Duration
 
-	out  chan []byte
-	done chan struct{} // closed by Close
-	wg   sync.WaitGroup
+	out    chan []byte
+	done   chan struct{} // closed by Close
+	broken chan struct{} // closed by fail: the socket is gone, so nobody waits to write
+	wg     sync.WaitGroup
 
-	closeOnce sync.Once
-	mu        sync.Mutex
-	closeErr  error // why the connection was closed, for the read side
+	closeOnce  sync.Once
+	brokenOnce sync.Once
+	mu         sync.Mutex
+	closeErr   error // why the connection was closed, for the read side
 }
 
 // newWSConn wraps c and starts its writer goroutine, which Close stops
@@ -48,6 +50,7 @@ func newWSConn(c *websocket.Conn, id string, writeTimeout time.Duration) *wsConn
 		writeTimeout: writeTimeout,
 		out:          make(chan []byte, outboxSize),
 		done:         make(chan struct{}),
+		broken:       make(chan struct{}),
 	}
 	w.wg.Add(1)
 	go w.writeLoop()
@@ -94,8 +97,11 @@ func (w *wsConn) reject(code int64, msg string) {
 }
 
 // Write queues msg, waiting while the outbox is full: until there is room,
-// ctx ends, or the connection closes (which the writer does once a frame
-// misses its deadline).
+// ctx ends, or the connection closes or breaks (which the writer makes it
+// do once a frame misses its deadline). The SDK writes responses with a
+// context that is never done, so the broken connection is what ends the
+// wait of a handler whose client stopped reading: only then can the SDK
+// finish its in-flight requests and close the session.
 func (w *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -106,9 +112,21 @@ func (w *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return nil
 	case <-w.done:
 		return errors.New("connection closed")
+	case <-w.broken:
+		return w.cause()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// cause is why the connection broke.
+func (w *wsConn) cause() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closeErr == nil {
+		return errors.New("connection closed")
+	}
+	return w.closeErr
 }
 
 // notify sends a server notification without ever waiting: with a full
@@ -122,6 +140,11 @@ func (w *wsConn) notify(method string, params any) error {
 }
 
 func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
+	select {
+	case <-w.broken:
+		return w.cause()
+	default:
+	}
 	select {
 	case w.out <- data:
 		return nil
@@ -164,8 +187,13 @@ func (w *wsConn) fail(cause error) {
 		w.closeErr = cause
 	}
 	w.mu.Unlock()
+	w.brokenOnce.Do(func() { close(w.broken) })
 	w.c.CloseNow()
 }
+
+// abort drops the connection at once, without a close handshake: for
+// shutdown, when a client has not let its session close in time.
+func (w *wsConn) abort() { w.fail(errShuttingDown) }
 
 // Close implements mcp.Connection. It may be called many times and
 // concurrently. On a healthy connection it flushes what is queued (bounded
