@@ -206,12 +206,18 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		end = min(total, start+rng.length)
 	}
 	rec := r.record()
+	meta := mcp.Meta{
+		"first_seq": page.first, "last_seq": page.last, "entries": len(page.entries), "next_since": page.next,
+		"total": total, "start": start, "length": end - start, "state": string(rec.State),
+	}
+	if db := r.eng.db; db != nil {
+		if st, err := db.LogStats(r.id); err == nil {
+			meta["stored_seq"] = st.LastSeq // what is on disk: survives a crash of flyd
+		}
+	}
 	return &mcp.ReadResourceResult{
 		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text[start:end]}},
-		Meta: mcp.Meta{
-			"first_seq": page.first, "last_seq": page.last, "entries": len(page.entries), "next_since": page.next,
-			"total": total, "start": start, "length": end - start, "state": string(rec.State),
-		},
+		Meta:     meta,
 	}, nil
 }
 

@@ -13,3 +13,10 @@ func processStart(pid int) uint64 {
 	tv := kp.Proc.P_starttime
 	return uint64(tv.Sec)*1e6 + uint64(tv.Usec)
 }
+
+// groupAlive reports whether any process is left in the process group
+// pgid.
+func groupAlive(pgid int) bool {
+	procs, err := unix.SysctlKinfoProcSlice("kern.proc.pgrp", pgid)
+	return err == nil && len(procs) > 0
+}

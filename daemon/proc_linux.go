@@ -31,3 +31,32 @@ func processStart(pid int) uint64 {
 	}
 	return n
 }
+
+// groupAlive reports whether any process is left in the process group
+// pgid (field 5 of /proc/PID/stat). Zombies count: they are gone but for
+// their exit status.
+func groupAlive(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	want := []byte(strconv.Itoa(pgid))
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := bytes.Fields(b[i+1:])
+		if len(fields) > 2 && string(fields[0]) != "Z" && bytes.Equal(fields[2], want) {
+			return true
+		}
+	}
+	return false
+}

@@ -120,7 +120,7 @@ func (e *runEngine) open(db *store.DB) error {
 	}
 	for _, r := range stale {
 		note := "flyd restarted while this run was live: marked interrupted (never relaunched)"
-		if r.PID > 0 && r.PIDStart != 0 && processStart(r.PID) == r.PIDStart {
+		if orphanedGroup(r) {
 			e.log.Warn("killing the process group of an interrupted run", logRun, r.ID, logPID, r.PID)
 			_ = killGroup(r.PID, syscall.SIGKILL)
 			note += fmt.Sprintf("; its process group %d was still alive and was killed", r.PID)
@@ -138,6 +138,24 @@ func (e *runEngine) open(db *store.DB) error {
 		return fmt.Errorf("record interrupted runs: %w", err)
 	}
 	return nil
+}
+
+// orphanedGroup reports whether the process group of a run that was live
+// when flyd died still has members of that run: its leader is the same
+// process (pid and start time match), or its leader is gone but the group
+// is not. The kernel never hands out a pid that is still a process
+// group's id, so a group whose leader died is still the run's; a leader
+// pid now held by another process means the run's group is gone.
+func orphanedGroup(r store.Run) bool {
+	if r.PID <= 0 {
+		return false
+	}
+	switch start := processStart(r.PID); {
+	case start != 0:
+		return r.PIDStart != 0 && start == r.PIDStart
+	default:
+		return groupAlive(r.PID)
+	}
 }
 
 // closeAll stops every live run (app.stop, SIGTERM, SIGKILL), records it

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -346,6 +347,37 @@ func TestCancelBuildKillsGroup(t *testing.T) {
 	waitGone(t, "after cancelling the build", build.PID, gpid)
 }
 
+// TestRestartKillsOrphanedGroup: after kill -9 of flyd, the app's leader
+// dies too but its grandchild lives on in the run's process group; the
+// next flyd still kills the group (by its members, not only its leader).
+func TestRestartKillsOrphanedGroup(t *testing.T) {
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvGrandchild+"=1")
+	d := flytest.StartFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "before", root, nil)
+	var started runOut
+	if res := callTool(t, cs, "flutter_run", nil, &started); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	gpid := grandchildPID(t, cs, started.LogURI)
+	var listed runsOut
+	callTool(t, cs, "runs_list", nil, &listed)
+	ri, _ := findRun(listed.Runs, started.RunID)
+	cs.Close()
+
+	d.Kill(t)
+	if err := syscall.Kill(ri.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the app's leader: %v", err)
+	}
+	waitGone(t, "the app's leader", ri.PID)
+	if !alive(gpid) {
+		t.Fatal("the grandchild died with its leader; the test needs it orphaned")
+	}
+	flytest.StartFlyd(t, e)
+	waitGone(t, "the orphaned grandchild of the killed flyd's run", gpid)
+}
+
 // TestRestartKeepsRuns: kill -9 flyd with a live run; the next flyd marks
 // the run interrupted, kills its leftover process group, keeps its log and
 // continues its seq; a second flyd on the same state dir fails fast.
@@ -370,7 +402,18 @@ func TestRestartKeepsRuns(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		before, _ = readText(t, cs, started.LogURI)
 	}
-	time.Sleep(100 * time.Millisecond) // past one group-commit window
+	// Wait until those lines are on disk, not only in the ring: lines of
+	// the last commit window are lost by a kill -9, by design.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		_, meta := readText(t, cs, started.LogURI)
+		if stored, _ := meta["stored_seq"].(float64); stored >= meta["last_seq"].(float64) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the log was not stored within 15s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var listed runsOut
 	callTool(t, cs, "runs_list", nil, &listed)
 	ri, _ := findRun(listed.Runs, started.RunID)
