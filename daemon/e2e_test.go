@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -471,5 +472,43 @@ func TestRecentSessionsSurviveRestart(t *testing.T) {
 	if len(recent) < 2 || recent[0].ClientName != "second-editor" || recent[1].ClientName != "first-editor" ||
 		recent[1].FilesRead != 1 || recent[1].Ended.IsZero() {
 		t.Fatalf("recent sessions after a restart = %+v, want second-editor (live) then first-editor (ended, 1 file read)", recent)
+	}
+}
+
+// TestDamagedDBSurvived damages fly.db between two flyds, as a full disk
+// or a half copy does: the next flyd starts anyway, with a new file, keeps
+// the damaged one aside, and says so in its log and its status.
+func TestDamagedDBSurvived(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(path string) error
+	}{
+		{"truncated", func(path string) error { return os.Truncate(path, 10000) }},
+		{"garbage", func(path string) error {
+			return os.WriteFile(path, bytes.Repeat([]byte("garbage!"), 10000), 0o600)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := flytest.NewEnv(t)
+			first := flytest.StartFlyd(t, e)
+			first.Stop(t)
+			if err := tc.damage(e.Paths.DB()); err != nil {
+				t.Fatal(err)
+			}
+			second := flytest.StartFlyd(t, e)
+			st, err := getStatus(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Notices) != 1 || !strings.Contains(st.Notices[0], "damaged") || !strings.Contains(st.Notices[0], ".corrupt-") {
+				t.Errorf("status notices = %q, want one saying the db was damaged and where it went", st.Notices)
+			}
+			if aside, _ := filepath.Glob(e.Paths.DB() + ".corrupt-*"); len(aside) != 1 {
+				t.Errorf("moved-aside files = %v, want one", aside)
+			}
+			if !strings.Contains(second.Stderr.String(), "damaged") {
+				t.Errorf("flyd's log does not say the db was damaged:\n%s", second.Stderr)
+			}
+		})
 	}
 }

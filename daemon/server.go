@@ -398,6 +398,7 @@ type Status struct {
 	Socket     string            `json:"socket"`
 	StateDir   string            `json:"state_dir"`
 	DBBytes    int64             `json:"db_bytes"`
+	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
 	Sessions   []SessionInfo     `json:"sessions"`
 	Workspaces []WorkspaceStatus `json:"workspaces"`
 	Runs       []RunInfo         `json:"runs"` // live ones
@@ -428,6 +429,9 @@ func (s *Server) status() Status {
 	}
 	if db := s.runs.db; db != nil {
 		st.DBBytes, _ = db.Size()
+		if r := db.Recovery(); r != "" {
+			st.Notices = append(st.Notices, r)
+		}
 	}
 	s.runs.mu.Lock()
 	for _, r := range s.runs.liveLocked() {

@@ -141,6 +141,7 @@ type status struct {
 	Socket    string    `json:"socket"`
 	StateDir  string    `json:"state_dir"`
 	DBBytes   int64     `json:"db_bytes"`
+	Notices   []string  `json:"notices,omitempty"`
 	Sessions  []struct {
 		ID            string    `json:"id"`
 		ClientName    string    `json:"client_name"`
@@ -208,6 +209,9 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	fmt.Fprintf(stdout, "flyd %s (protocol %d), pid %d, up %s\n", st.Version, st.Protocol, st.PID, time.Duration(st.UptimeSec*float64(time.Second)).Round(time.Second))
 	fmt.Fprintf(stdout, "socket:    %s\nstate dir: %s\ndatabase:  %s (%s)\n", st.Socket, st.StateDir, paths.Paths{StateDir: st.StateDir}.DB(), humanBytes(st.DBBytes))
+	for _, n := range st.Notices {
+		fmt.Fprintf(stdout, "NOTICE:    %s\n", n)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nWORKSPACE\tFILES\tSESSIONS\n")
 	for _, w := range st.Workspaces {
