@@ -198,3 +198,56 @@ func TestListChangedPerWorkspace(t *testing.T) {
 		t.Errorf("session on another workspace got %d list_changed", n)
 	}
 }
+
+// TestWorkspaceRootRecreated deletes a session's workspace root and makes
+// it again (git clone over it, a script's rm -rf): the open session sees
+// the new files and reads them, without reconnecting.
+func TestWorkspaceRootRecreated(t *testing.T) {
+	parent := t.TempDir()
+	root := filepath.Join(parent, "app")
+	writeTree(t, root, map[string]string{"lib/old.dart": "old"})
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
+	n := newNotes()
+	cs := viaShim(e)(t, "editor", root, n)
+	if text, _ := readText(t, cs, "workspace:///lib/old.dart"); text != "old" {
+		t.Fatalf("old.dart = %q", text)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"lib/new.dart": "new"})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var uris []string
+		for r, err := range cs.Resources(context.Background(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			uris = append(uris, r.URI)
+		}
+		listed := strings.Join(uris, " ")
+		if strings.Contains(listed, "lib/new.dart") && !strings.Contains(listed, "lib/old.dart") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after re-creating the root, the session lists %v, want lib/new.dart only", uris)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if text, _ := readText(t, cs, "workspace:///lib/new.dart"); text != "new" {
+		t.Errorf("new.dart = %q", text)
+	}
+	// Changes under the new root are followed too.
+	writeTree(t, root, map[string]string{"lib/later.dart": "later"})
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "workspace:///lib/later.dart"})
+		if err == nil && res.Contents[0].Text == "later" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a file made under the re-created root is not served: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

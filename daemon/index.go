@@ -119,7 +119,9 @@ type IndexStats struct {
 type Index struct {
 	root     string // absolute, symlink-resolved
 	prefix   string // root + separator: what event names start with
-	fsRoot   *os.Root
+	fsRoot   atomic.Pointer[os.Root] // the root directory as it is now; see Root
+	rootID   fileID                  // which directory fsRoot is
+	retired  []*os.Root              // roots of directories since replaced; closed by Run
 	match    ruleMatcher
 	log      *slog.Logger
 	onChange func(Change)
@@ -171,12 +173,13 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 	x := &Index{
 		root:     root,
 		prefix:   strings.TrimSuffix(root, string(filepath.Separator)) + string(filepath.Separator),
-		fsRoot:   fsRoot,
+		rootID:   idOf(root),
 		match:    rules.compile(),
 		log:      log.With(indexKeyRoot, root),
 		onChange: onChange,
 		dirs:     make(map[string]struct{}),
 	}
+	x.fsRoot.Store(fsRoot)
 	if watch {
 		// Without a watcher (the limit of inotify instances is per user,
 		// and low), the index is still served, but never updated.
@@ -207,6 +210,26 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 }
 
 func (x *Index) snapshot() []File { return *x.files.Load() }
+
+// Root returns the workspace's root directory, through which every file
+// access goes (it never leaves the directory). If the directory is
+// deleted and created again, Root returns the new one once the watcher
+// has seen it; a Root obtained before stays valid until Run returns.
+func (x *Index) Root() *os.Root { return x.fsRoot.Load() }
+
+// fileID identifies a directory, to tell a re-created root from the old.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(path string) fileID {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{uint64(st.Dev), uint64(st.Ino)}
+	}
+	return fileID{}
+}
 
 // Len returns the number of served files.
 func (x *Index) Len() int { return len(x.snapshot()) }
@@ -565,7 +588,7 @@ func (x *Index) rel(name string) (string, bool) {
 // itself neither a secret nor skipped.
 func (x *Index) symlinkFile(rel string) (File, bool) {
 	// os.Root refuses links that leave the root.
-	fi, err := x.fsRoot.Stat(filepath.FromSlash(rel))
+	fi, err := x.Root().Stat(filepath.FromSlash(rel))
 	if err != nil || !fi.Mode().IsRegular() {
 		return File{}, false
 	}

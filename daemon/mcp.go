@@ -238,7 +238,7 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest) (*mcp.ListResource
 		res.NextCursor = encodeCursor(cursorAfter)
 	}
 	// Size and time are read per page, fresh: the index keeps paths only.
-	for _, f := range statFiles(sess.ws.fsRoot, files) {
+	for _, f := range statFiles(sess.ws.fsys(), files) {
 		res.Resources = append(res.Resources, fileResource(f))
 	}
 	return res, nil
@@ -298,7 +298,7 @@ func (s *Server) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 	if why := s.cfg.Rules.refusal(rel); why != "" {
 		return nil, notFound(uri, why)
 	}
-	c, err := readFile(sess.ws.fsRoot, uri, rel, rng, s.cfg.MaxReadBytes)
+	c, err := readFile(sess.ws.fsys(), uri, rel, rng, s.cfg.MaxReadBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (s *Server) overview(w *workspace) (*Overview, error) {
 	for i, f := range files {
 		paths[i] = f.Path
 	}
-	o, err := buildOverview(w.fsRoot, paths)
+	o, err := buildOverview(w.fsys(), paths)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +397,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	}
 	if strings.HasPrefix(key, workspacePrefix) {
 		rel, _, _ := parseWorkspaceURI(key)
-		f, _, err := openServed(sess.ws.fsRoot, uri, rel)
+		f, _, err := openServed(sess.ws.fsys(), uri, rel)
 		if err != nil {
 			return err
 		}

@@ -188,11 +188,11 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	args, err := p.args(sess.ws.fsRoot)
+	args, err := p.args(sess.ws.fsys())
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	if err := checkRunArgs(sess.ws.fsRoot, p.Args); err != nil {
+	if err := checkRunArgs(sess.ws.fsys(), p.Args); err != nil {
 		return nil, runResult{}, err
 	}
 	if p.Device != "" {
@@ -343,7 +343,7 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	if !ok {
 		return nil, buildResult{}, fmt.Errorf("platform %q is not one of apk, appbundle, web, ios, ipa, macos, linux, windows", p.Platform)
 	}
-	args, err := p.args(sess.ws.fsRoot)
+	args, err := p.args(sess.ws.fsys())
 	if err != nil {
 		return nil, buildResult{}, err
 	}
@@ -500,7 +500,7 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 		return nil, createResult{}, err
 	}
 	dir := path.Clean(p.Directory)
-	if err := checkWritableDir(sess.ws.fsRoot, dir); err != nil {
+	if err := checkWritableDir(sess.ws.fsys(), dir); err != nil {
 		return nil, createResult{}, fmt.Errorf("flutter_create directory %q refused: %w", p.Directory, err)
 	}
 	args := []string{"create"}

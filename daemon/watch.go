@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -26,12 +28,25 @@ const (
 // of a directory walk, which it waits for. Run must be called exactly once;
 // calling it with a done ctx just releases the watcher.
 func (x *Index) Run(ctx context.Context) error {
-	defer x.fsRoot.Close()
+	defer func() {
+		x.Root().Close()
+		for _, r := range x.retired {
+			r.Close()
+		}
+	}()
 	if x.watcher == nil {
 		<-ctx.Done()
 		return ctx.Err()
 	}
 	defer x.watcher.Close() // waits for the watcher's goroutine
+	// The parent's watch reports the root itself being removed and made
+	// again (its own watch dies with it): events for the parent's other
+	// entries are not under the root and are dropped.
+	if parent := filepath.Dir(x.root); parent != x.root {
+		if err := x.watcher.Add(parent); err != nil {
+			x.log.Debug("index: cannot watch the root's parent; a re-created root will not be noticed", indexKeyErr, err)
+		}
+	}
 
 	pending := make(map[string]fsnotify.Op)
 	rescan := false
@@ -85,6 +100,9 @@ func (x *Index) Run(ctx context.Context) error {
 // looked at again on disk, or the whole tree is rescanned after an
 // overflow. It publishes the new snapshot, then calls onChange.
 func (x *Index) flush(pending map[string]fsnotify.Op, rescan bool) {
+	if _, ok := pending[""]; ok {
+		x.checkRoot()
+	}
 	old := x.snapshot()
 	var files []File
 	var ch Change
@@ -100,6 +118,24 @@ func (x *Index) flush(pending map[string]fsnotify.Op, rescan bool) {
 	x.files.Store(&files)
 	x.log.Debug("index changed", indexKeyUpdated, len(ch.Updated), indexKeyAdded, len(ch.Added), indexKeyRemoved, len(ch.Removed))
 	x.onChange(ch)
+}
+
+// checkRoot notices that the root directory was replaced (deleted and
+// created again, or renamed over) and opens the new one, so that reads
+// and the walk that follows see its files.
+func (x *Index) checkRoot() {
+	id := idOf(x.root)
+	if id == (fileID{}) || id == x.rootID {
+		return
+	}
+	r, err := os.OpenRoot(x.root)
+	if err != nil {
+		x.log.Warn("index: the root was re-created but cannot be opened", indexKeyErr, err)
+		return
+	}
+	x.rootID = id
+	x.retired = append(x.retired, x.fsRoot.Swap(r))
+	x.log.Info("index: the root directory was re-created; indexing it again")
 }
 
 // contentOps are the events after which a file that is still there counts

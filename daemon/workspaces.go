@@ -21,11 +21,10 @@ const maxRecentSessions = 50
 // the last one leaves.
 type workspace struct {
 	root   string
-	fsRoot *os.Root // every file access of the workspace goes through it
 	index  *Index
 	stop   context.CancelFunc // stops index.Run
 
-	ready chan struct{} // closed when index and fsRoot are set, or err
+	ready chan struct{} // closed when index is set, or err
 	err   error
 
 	mu       sync.Mutex
@@ -36,7 +35,11 @@ type workspace struct {
 	overview *Overview         // cached; nil when stale
 }
 
-// workspaceSessions returns the sessions to notify.
+// fsys is the workspace's root directory: every file access of the
+// workspace goes through it.
+func (w *workspace) fsys() *os.Root { return w.index.Root() }
+
+// connected returns the sessions to notify.
 func (w *workspace) connected() []*session {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -141,18 +144,13 @@ func (ws *workspaces) acquire(dir string) (*workspace, error) {
 
 // open builds w's index and starts watching it.
 func (ws *workspaces) open(w *workspace) error {
-	fsRoot, err := os.OpenRoot(w.root)
-	if err != nil {
-		return fmt.Errorf("open workspace: %w", err)
-	}
 	start := time.Now()
 	idx, err := newIndex(w.root, ws.rules, ws.log, func(c Change) { ws.onChange(w, c) })
 	if err != nil {
-		fsRoot.Close()
 		return fmt.Errorf("index workspace %s: %w", w.root, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.fsRoot, w.index, w.stop = fsRoot, idx, cancel
+	w.index, w.stop = idx, cancel
 	ws.log.Info("workspace indexed", "root", w.root, "files", idx.Len(), "elapsed_ms", time.Since(start).Milliseconds())
 
 	ws.wg.Add(1)
@@ -193,8 +191,7 @@ func (ws *workspaces) shut(w *workspace) {
 	if w.err != nil {
 		return
 	}
-	w.stop()
-	w.fsRoot.Close()
+	w.stop() // Run closes the index and its roots
 }
 
 // list returns the open workspaces.
