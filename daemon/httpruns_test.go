@@ -50,7 +50,7 @@ func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiS
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopStore, err := s.startStore(db)
+	stopStore, err := s.startStore(db, "")
 	if err != nil {
 		t.Fatal(err)
 	}

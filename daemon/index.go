@@ -117,8 +117,8 @@ type IndexStats struct {
 // modified. Run keeps the index current and must be called once: it owns
 // the file watcher and releases it when its context is done.
 type Index struct {
-	root     string // absolute, symlink-resolved
-	prefix   string // root + separator: what event names start with
+	root     string                  // absolute, symlink-resolved
+	prefix   string                  // root + separator: what event names start with
 	fsRoot   atomic.Pointer[os.Root] // the root directory as it is now; see Root
 	rootID   fileID                  // which directory fsRoot is
 	retired  []*os.Root              // roots of directories since replaced; closed by Run

@@ -61,9 +61,10 @@ var (
 // their records. Processes live on the engine, not on the call that
 // started them: close stops them all and waits for their goroutines.
 type runEngine struct {
-	cfg Config
-	log *slog.Logger
-	db  *store.DB
+	cfg   Config
+	log   *slog.Logger
+	db    *store.DB
+	marks *seqMarks // newest published seq of each live run; nil without a state dir
 
 	// changed is told about every state change of a run, and logged about
 	// new entries through the ring itself.
@@ -88,6 +89,7 @@ type run struct {
 	stdin     io.WriteCloser // nil unless a live `flutter run`
 	nextReq   int
 	pending   map[int]chan machineMsg
+	markSlot  int // in the engine's seqMarks; -1 if none
 	stopping  bool
 	cancelled string               // why the call that owned a build ended it; "" if it did not
 	progress  func(message string) // reports a waiting tool call's progress; nil when nobody waits
@@ -109,11 +111,21 @@ func newRunEngine(cfg Config, log *slog.Logger, changed func(*run)) *runEngine {
 	return &runEngine{cfg: cfg, log: log, changed: changed, runs: make(map[string]*run)}
 }
 
-// open attaches the store. Runs left live by a daemon that died are marked
-// interrupted and their process groups killed if they are still the same
-// processes; they are never relaunched.
-func (e *runEngine) open(db *store.DB) error {
+// open attaches the store and, if marksPath is not "", the file of
+// published seqs (see seqMarks). Runs left live by a daemon that died are
+// marked interrupted and their process groups killed if they are still
+// the same processes; they are never relaunched.
+func (e *runEngine) open(db *store.DB, marksPath string) error {
 	e.db = db
+	var published map[string]uint64
+	if marksPath != "" {
+		m, left, err := openSeqMarks(marksPath)
+		if err != nil {
+			e.log.Warn("lines lost in a crash will not be counted exactly", logErr, err)
+		} else {
+			e.marks, published = m, left
+		}
+	}
 	stale, err := db.MarkInterrupted()
 	if err != nil {
 		return fmt.Errorf("mark interrupted runs: %w", err)
@@ -128,9 +140,20 @@ func (e *runEngine) open(db *store.DB) error {
 		// Entries published in the last commit window before the crash may
 		// have reached followers without reaching the disk: continuing at
 		// the last stored seq would hand their seqs out again, and a
-		// follower resuming after one of them would skip this note.
+		// follower resuming after one of them would skip this note. The
+		// marks say exactly how far the run got; without them, jump far
+		// enough that no seq can be reused.
 		meta, _ := db.LogStats(r.ID)
-		_ = db.Append(r.ID, store.Entry{Seq: meta.LastSeq + crashSeqJump, Time: time.Now(), Stream: string(logring.Fly), Text: note})
+		seq := meta.LastSeq + crashSeqJump
+		if pub, ok := published[r.ID]; ok && pub >= meta.LastSeq {
+			seq = pub + 1
+			if lost := pub - meta.LastSeq; lost > 0 {
+				note += fmt.Sprintf("; the last %d lines it printed were not stored in time", lost)
+			}
+		} else {
+			note += fmt.Sprintf("; lines it printed just before may be lost (up to %d: flyd could not tell how many)", crashSeqJump-1)
+		}
+		_ = db.Append(r.ID, store.Entry{Seq: seq, Time: time.Now(), Stream: string(logring.Fly), Text: note})
 	}
 	// The writer is not running yet: commit the notes now, before anyone
 	// can read these logs (a read loads and keeps the run).
@@ -221,7 +244,7 @@ func (e *runEngine) load(rec store.Run) (*run, error) {
 		return nil, fmt.Errorf("restore log of run %s: %w", rec.ID, err)
 	}
 	ring.Close()
-	r := &run{id: rec.ID, kind: rec.Kind, root: rec.Root, ring: ring, eng: e, rec: rec,
+	r := &run{id: rec.ID, kind: rec.Kind, root: rec.Root, ring: ring, eng: e, rec: rec, markSlot: -1,
 		started: make(chan struct{}), done: make(chan struct{})}
 	close(r.started)
 	close(r.done)
@@ -387,6 +410,7 @@ func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
 	}
 	pid := cmd.Process.Pid
 	r.rec.PID, r.rec.PIDStart = pid, processStart(pid)
+	r.markSlot = e.marks.track(id)
 	e.mu.Lock()
 	e.runs[id] = r
 	e.mu.Unlock()
@@ -473,7 +497,9 @@ func (r *run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 	r.persist()
 	if r.eng.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = r.eng.db.Flush(ctx)
+		if r.eng.db.Flush(ctx) == nil {
+			r.eng.marks.untrack(r.id) // every line is on disk
+		}
 		cancel()
 	}
 	r.ring.Close()
@@ -560,6 +586,7 @@ func (r *run) append(stream logring.Stream, text string) {
 	if e.Seq == 0 || r.eng.db == nil {
 		return
 	}
+	r.eng.marks.set(r.markSlot, e.Seq)
 	_ = r.eng.db.Append(r.id, store.Entry{Seq: e.Seq, Time: e.Time, Stream: string(e.Stream), Text: e.Text, Truncated: e.Truncated})
 }
 

@@ -34,7 +34,7 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stop, err := s.startStore(db)
+	stop, err := s.startStore(db, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -347,6 +347,58 @@ func TestCancelBuildKillsGroup(t *testing.T) {
 	waitGone(t, "after cancelling the build", build.PID, gpid)
 }
 
+// TestCrashCountsLostLinesExactly kills flyd while the app prints a line
+// a millisecond: lines published to followers but not yet stored are lost
+// with it, and the next flyd says exactly how many, continuing the log
+// right after the last seq any follower can have seen.
+func TestCrashCountsLostLinesExactly(t *testing.T) {
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=1")
+	d := flytest.StartFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "follower", root, nil)
+	var started runOut
+	if res := callTool(t, cs, "flutter_run", nil, &started); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	var seen float64
+	for deadline := time.Now().Add(30 * time.Second); seen < 300; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app printed only %v lines", seen)
+		}
+		_, meta := readText(t, cs, started.LogURI+"?tail=1")
+		seen = meta["last_seq"].(float64)
+	}
+	cs.Close()
+	d.Kill(t)
+	flytest.StartFlyd(t, e)
+	cs2 := viaShim(e)(t, "after", root, nil)
+	text, _ := readText(t, cs2, started.LogURI+"?tail=1500")
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	note := lines[len(lines)-1]
+	if !strings.Contains(note, "marked interrupted") {
+		t.Fatalf("last line = %q, want the interrupted note", note)
+	}
+	noteSeq, _ := strconv.Atoi(strings.Fields(note)[0])
+	if float64(noteSeq) <= seen {
+		t.Errorf("note seq %d reuses a seq a follower saw (up to %v)", noteSeq, seen)
+	}
+	lost := 0
+	if m := regexp.MustCompile(`the last (\d+) lines it printed were not stored`).FindStringSubmatch(note); m != nil {
+		lost, _ = strconv.Atoi(m[1])
+	}
+	t.Logf("note %q, follower had seen seq %v", note, seen)
+	gap := regexp.MustCompile(`… (\d+) lines lost`).FindStringSubmatch(text)
+	switch {
+	case lost == 0 && gap != nil:
+		t.Errorf("nothing lost, but a gap of %s lines is reported:\n%s", gap[1], text)
+	case lost > 0 && (gap == nil || gap[1] != strconv.Itoa(lost)):
+		t.Errorf("note says %d lines lost, the log's gap says %v:\n%s", lost, gap, text)
+	case lost > 2000:
+		t.Errorf("%d lines lost in one commit window of a line-a-millisecond app", lost)
+	}
+}
+
 // TestRestartKillsOrphanedGroup: after kill -9 of flyd, the app's leader
 // dies too but its grandchild lives on in the run's process group; the
 // next flyd still kills the group (by its members, not only its leader).
@@ -443,15 +495,12 @@ func TestRestartKeepsRuns(t *testing.T) {
 	if !strings.Contains(last, "marked interrupted") {
 		t.Fatalf("last line after restart = %q, want flyd's interrupted note", last)
 	}
-	// The note comes after a gap: entries of the last commit window may
-	// have reached followers before the crash, so their seqs are not reused.
-	if !strings.Contains(lines[len(lines)-2], "lost") {
-		t.Errorf("line before the note = %q, want the gap that skips unstored seqs", lines[len(lines)-2])
-	}
-	prev, _ := strconv.Atoi(strings.Fields(lines[len(lines)-3])[0])
+	// Every line was stored before the kill: the note follows the last
+	// one directly, with no gap and no seq skipped.
+	prev, _ := strconv.Atoi(strings.Fields(lines[len(lines)-2])[0])
 	seq, _ := strconv.Atoi(strings.Fields(last)[0])
-	if seq <= prev+crashSeqJump-1 || meta["last_seq"] != float64(seq) {
-		t.Errorf("note seq %d after stored seq %d (last_seq %v): want a jump of %d", seq, prev, meta["last_seq"], crashSeqJump)
+	if seq != prev+1 || meta["last_seq"] != float64(seq) || strings.Contains(after, "lost") {
+		t.Errorf("note seq %d after stored seq %d (last_seq %v), want the next seq and no gap:\n%s", seq, prev, meta["last_seq"], after)
 	}
 
 	// A second flyd on the same state dir fails fast.

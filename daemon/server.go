@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -140,7 +141,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stopStore, err := s.startStore(db)
+	stopStore, err := s.startStore(db, filepath.Join(p.StateDir, "seqmarks"))
 	if err != nil {
 		return err
 	}
@@ -248,8 +249,8 @@ const sessionCloseBudget = 3 * time.Second
 
 // startStore hands db to the runs engine and runs its writer. The returned
 // function stops the writer, waits for it and closes the file.
-func (s *Server) startStore(db *store.DB) (stop func(), err error) {
-	if err := s.runs.open(db); err != nil {
+func (s *Server) startStore(db *store.DB, marksPath string) (stop func(), err error) {
+	if err := s.runs.open(db, marksPath); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -267,6 +268,7 @@ func (s *Server) startStore(db *store.DB) (stop func(), err error) {
 		if err := db.Close(); err != nil {
 			s.log.Error("close store", logErr, err)
 		}
+		s.runs.marks.close()
 	}, nil
 }
 

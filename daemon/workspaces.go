@@ -20,9 +20,9 @@ const maxRecentSessions = 50
 // the same root uses the same workspace; it stays warm for a while after
 // the last one leaves.
 type workspace struct {
-	root   string
-	index  *Index
-	stop   context.CancelFunc // stops index.Run
+	root  string
+	index *Index
+	stop  context.CancelFunc // stops index.Run
 
 	ready chan struct{} // closed when index is set, or err
 	err   error
