@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,7 +91,11 @@ func (a *runsAPI) route(h func(http.ResponseWriter, *http.Request) error) http.H
 		var se streamError
 		var ae *apiError
 		switch {
-		case err == nil, errors.As(err, &se):
+		case err == nil:
+		case errors.As(err, &se):
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				a.s.followersCut.Add(1)
+			}
 		case errors.As(err, &ae):
 			status = ae.code
 			writeJSON(w, status, errorReply{Error: ae.msg, Hint: ae.hint})

@@ -655,9 +655,15 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 	t.Logf("the reading follower got %d lines (%d entries) in %s while the other was stuck", len(got), len(entryTexts(got)), time.Since(start))
 	checkContiguous(t, got, 0)
 
-	// Past its write deadline, the stalled follower has been cut. Stop the
-	// run: a follower still connected would get the exit line.
-	time.Sleep(3 * time.Second)
+	// Wait until flyd has cut the stalled follower for missing its write
+	// deadline. Then stop the run: a follower still connected would get
+	// the exit line.
+	for deadline := time.Now().Add(60 * time.Second); a.s.followersCut.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled follower was not cut within 60s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var stopped RunInfo
 	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))

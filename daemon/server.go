@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -102,6 +103,8 @@ type Server struct {
 	started time.Time
 
 	runs *runEngine
+
+	followersCut atomic.Int64 // log followers cut for missing a write deadline
 
 	mu        sync.Mutex
 	sessions  map[string]*session

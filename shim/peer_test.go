@@ -135,7 +135,7 @@ func (p *peer) dropAll() {
 // waitFor waits until the peer has received a message with method.
 func (p *peer) waitFor(t *testing.T, method string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangAfter)
 	for {
 		_, received, _ := p.log()
 		for _, m := range received {
@@ -303,7 +303,7 @@ func (p *peer) waitSession(t *testing.T) {
 	t.Helper()
 	select {
 	case <-p.sessions:
-	case <-time.After(20 * time.Second):
+	case <-time.After(hangAfter):
 		t.Fatal("the peer's session did not end")
 	}
 }

@@ -338,7 +338,7 @@ func killHelper(t *testing.T, state string) {
 	}
 	proc.Kill()
 	// The relay reaps it (it started it); wait until it is gone.
-	for deadline := time.Now().Add(10 * time.Second); proc.Signal(syscall.Signal(0)) == nil; {
+	for deadline := time.Now().Add(hangAfter); proc.Signal(syscall.Signal(0)) == nil; {
 		if time.Now().After(deadline) {
 			t.Fatalf("fake flyd %d still alive", pid)
 		}
@@ -481,7 +481,7 @@ func TestLockFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("lockFile after unlock = %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangAfter):
 		t.Fatal("lockFile did not get the lock after unlock")
 	}
 }

@@ -27,6 +27,11 @@ import (
 
 // harness runs a Relay on real pipes, as flyctl mcp runs it on the
 // editor's stdio.
+// hangAfter is how long a test waits for something that must happen: a
+// hang detector, far beyond what a loaded machine needs, never a speed
+// check.
+const hangAfter = 2 * time.Minute
+
 type harness struct {
 	t      *testing.T
 	relay  *Relay
@@ -65,6 +70,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		if h.cancel != nil {
 			h.cancel()
 			inW.Close()
+			outR.Close() // a relay blocked writing stdout gets EPIPE and ends
 			h.wait()
 		}
 		inR.Close()
@@ -103,7 +109,7 @@ func (h *harness) send(line string) {
 // waitLog waits until the relay has logged a message containing msg.
 func (h *harness) waitLog(msg string) {
 	h.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(h.logs.String(), msg); {
+	for deadline := time.Now().Add(hangAfter); !strings.Contains(h.logs.String(), msg); {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("the relay never logged %q", msg)
 		}
@@ -117,7 +123,7 @@ func (h *harness) closeStdin() { h.stdin.Close() }
 // readLine reads the next line of the relay's stdout, without its "\n".
 func (h *harness) readLine() []byte {
 	h.t.Helper()
-	h.stdout.SetReadDeadline(time.Now().Add(20 * time.Second))
+	h.stdout.SetReadDeadline(time.Now().Add(hangAfter))
 	b, err := h.out.ReadBytes('\n')
 	if err != nil {
 		h.t.Fatalf("read stdout: %v (got %q)", err, b)
@@ -157,7 +163,7 @@ func (h *harness) wait() error {
 	select {
 	case h.err = <-h.done:
 		h.ended = true
-	case <-time.After(20 * time.Second):
+	case <-time.After(hangAfter):
 		h.t.Fatal("Run did not return")
 	}
 	return h.err
@@ -166,7 +172,7 @@ func (h *harness) wait() error {
 // expectEOF checks that the relay wrote nothing more to stdout.
 func (h *harness) expectEOF() {
 	h.t.Helper()
-	h.stdout.SetReadDeadline(time.Now().Add(20 * time.Second))
+	h.stdout.SetReadDeadline(time.Now().Add(hangAfter))
 	if b, err := h.out.ReadBytes('\n'); err != io.EOF || len(b) > 0 {
 		h.t.Errorf("stdout after the last reply: %q, %v; want EOF", b, err)
 	}
