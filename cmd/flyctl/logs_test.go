@@ -120,9 +120,13 @@ func TestFollowSurvivesFlydCrash(t *testing.T) {
 
 	f := startFollow(t, e.Getenv, id, "-f", "-o", "json", "-n", "all")
 	f.waitLines(t, "tick", 10)
-	time.Sleep(100 * time.Millisecond) // let the store commit what was sent
-	flyd.Kill(t)
-	time.Sleep(300 * time.Millisecond) // the follow retries against no daemon
+	flyd.Kill(t) // lines not yet stored are lost: flyd says how many, and reuses no seq
+	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(f.stderr.String(), "reconnecting"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follow did not notice flyd was gone\nstderr:\n%s", f.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	flytest.StartFlyd(t, e)
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
