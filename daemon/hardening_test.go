@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -249,5 +250,39 @@ func TestWorkspaceRootRecreated(t *testing.T) {
 			t.Fatalf("a file made under the re-created root is not served: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLogsReadDefaultIsSmall: logs_read with only a run id returns the
+// newest lines within about 16 KB, as plain text, and says how to page.
+func TestLogsReadDefaultIsSmall(t *testing.T) {
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"=3000")
+	flytest.StartFlyd(t, e)
+	cs := viaShim(e)(t, "agent", flutterProject(t), nil)
+	var out runOut
+	if res := callTool(t, cs, "flutter_run", nil, &out); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	defer callTool(t, cs, "flutter_stop", map[string]any{"run_id": out.RunID}, nil)
+	var page logsReadResult
+	var res *mcp.CallToolResult
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(toolText(res), "flutter: tick 3000"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never reached tick 3000:\n%s", toolText(res))
+		}
+		res = callTool(t, cs, "logs_read", map[string]any{"run_id": out.RunID}, &page)
+	}
+	wire, _ := json.Marshal(res)
+	text := toolText(res)
+	t.Logf("default logs_read: %d bytes of text, %d bytes on the wire, %d entries of %d", len(text), len(wire), page.Entries, page.LastSeq)
+	if len(text) > defaultTextBudget+200 || len(wire) > 2*defaultTextBudget {
+		t.Errorf("default logs_read: %d bytes of text, %d on the wire, want about 16 KB", len(text), len(wire))
+	}
+	if !page.Truncated || page.FromSeq <= 1 || !strings.HasPrefix(text, "… older entries left out: call again with before=") {
+		t.Errorf("default page %+v does not say how to page back:\n%.200s", page, text)
+	}
+	if strings.Contains(text, `{"seq"`) {
+		t.Error("entries are JSON, want plain text lines")
 	}
 }

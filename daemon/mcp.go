@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/index"
 	"log/slog"
 	"mime"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -238,13 +240,13 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest) (*mcp.ListResource
 		res.NextCursor = encodeCursor(cursorAfter)
 	}
 	// Size and time are read per page, fresh: the index keeps paths only.
-	for _, f := range statFiles(sess.ws.fsys(), files) {
+	for _, f := range index.StatFiles(sess.ws.fsys(), files) {
 		res.Resources = append(res.Resources, fileResource(f))
 	}
 	return res, nil
 }
 
-func fileResource(f FileInfo) *mcp.Resource {
+func fileResource(f index.FileInfo) *mcp.Resource {
 	r := &mcp.Resource{
 		URI:         workspaceURI(f.Path),
 		Name:        path.Base(f.Path),
@@ -253,7 +255,7 @@ func fileResource(f FileInfo) *mcp.Resource {
 		Size:        f.Size,
 		Annotations: &mcp.Annotations{LastModified: f.ModTime.UTC().Format(time.RFC3339)},
 	}
-	if isGenerated(f.Path) {
+	if index.IsGenerated(f.Path) {
 		r.Meta = mcp.Meta{"generated": true}
 	}
 	return r
@@ -295,7 +297,7 @@ func (s *Server) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 	if err != nil {
 		return nil, err
 	}
-	if why := s.cfg.Rules.refusal(rel); why != "" {
+	if why := s.cfg.Rules.Refusal(rel); why != "" {
 		return nil, notFound(uri, why)
 	}
 	c, err := readFile(sess.ws.fsys(), uri, rel, rng, s.cfg.MaxReadBytes)
@@ -338,7 +340,7 @@ func (s *Server) readFixed(ctx context.Context, req *mcp.ReadResourceRequest) (*
 
 // overview returns the workspace's cached project overview, computing it
 // when a change made it stale.
-func (s *Server) overview(w *workspace) (*Overview, error) {
+func (s *Server) overview(w *workspace) (*overview.Overview, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.overview != nil {
@@ -349,7 +351,7 @@ func (s *Server) overview(w *workspace) (*Overview, error) {
 	for i, f := range files {
 		paths[i] = f.Path
 	}
-	o, err := buildOverview(w.fsys(), paths)
+	o, err := overview.Build(w.fsys(), paths)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +442,7 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if why := s.cfg.Rules.refusal(rel); why != "" {
+	if why := s.cfg.Rules.Refusal(rel); why != "" {
 		return "", notFound(uri, why)
 	}
 	return workspaceURI(rel), nil
@@ -449,7 +451,7 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 // workspaceChanged fans a batch of index changes out to the sessions of w:
 // resources/updated to each session subscribed to a changed file, and one
 // list_changed to every session when files came or went.
-func (s *Server) workspaceChanged(w *workspace, c Change) {
+func (s *Server) workspaceChanged(w *workspace, c index.Change) {
 	listChanged := len(c.Added) > 0 || len(c.Removed) > 0
 	overviewStale := listChanged
 	for _, p := range slices.Concat(c.Updated, c.Removed) {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/index"
 	"io"
 	"io/fs"
 	"net/url"
@@ -155,23 +156,6 @@ func parseRange(query string) (byteRange, error) {
 	return r, nil
 }
 
-// refusal says why rules do not serve rel, or "" when they do.
-func (r Rules) refusal(rel string) string {
-	dir := path.Dir(rel)
-	for d := dir; d != "."; d = path.Dir(d) {
-		if skipDir(d) {
-			return "it is under " + d + "/, which flyd never serves"
-		}
-	}
-	switch {
-	case isSecret(rel):
-		return "it is a secret file (keys, keystores, .env), which flyd never serves"
-	case !r.served(rel):
-		return "its file type is not on the allowlist"
-	}
-	return ""
-}
-
 // fileContent is a read part of a workspace file.
 type fileContent struct {
 	text   string // UTF-8; invalid bytes replaced with U+FFFD
@@ -208,20 +192,11 @@ func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, notFound(uri, "not a regular file")
 	}
-	if n := linkCount(fi); n > 1 {
+	if n := index.LinkCount(fi); n > 1 {
 		f.Close()
 		return nil, nil, notFound(uri, fmt.Sprintf("it has %d hard links, and one could be a file outside the workspace: flyd does not serve hard-linked files", n))
 	}
 	return f, fi, nil
-}
-
-// linkCount is the number of hard links of the file fi describes, or 1
-// where the OS does not tell.
-func linkCount(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
 }
 
 // checkWritableDir checks that rel, a directory a command will create or

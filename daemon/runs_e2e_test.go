@@ -345,6 +345,18 @@ func TestCancelBuildKillsGroup(t *testing.T) {
 		t.Logf("cancelled call returned %v", err)
 	}
 	waitGone(t, "after cancelling the build", build.PID, gpid)
+	// It is recorded as cancelled, not as a failure.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var listed runsOut
+		callTool(t, watcher, "runs_list", nil, &listed)
+		ri, _ := findRun(listed.Runs, build.RunID)
+		if ri.State == "cancelled" && strings.Contains(ri.Error, "cancelled") {
+			break
+		}
+		if ri.State != "starting" && ri.State != "running" || time.Now().After(deadline) {
+			t.Fatalf("cancelled build recorded as %q (%s), want cancelled", ri.State, ri.Error)
+		}
+	}
 }
 
 // TestCrashCountsLostLinesExactly kills flyd while the app prints a line
@@ -601,6 +613,9 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 	var doc doctorResult
 	if res := callTool(t, cs, "flutter_doctor", nil, &doc); res.IsError || doc.ExitCode != 0 || !strings.Contains(doc.Report, "Doctor summary") {
 		t.Errorf("flutter_doctor = %+v %s", doc, toolText(res))
+	}
+	if strings.Contains(doc.Report, "started: ") || strings.Contains(doc.Report, "exited: ") {
+		t.Errorf("flutter_doctor's report holds flyd's own lines:\n%s", doc.Report)
 	}
 
 	if res := callTool(t, cs, "flutter_create", map[string]any{"directory": "packages/demo_app"}, nil); !res.IsError || !strings.Contains(toolText(res), "confirm: true") {

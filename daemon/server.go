@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/index"
 	"log/slog"
 	"maps"
 	"net"
@@ -38,7 +39,7 @@ type Config struct {
 	MaxReadBytes    int64         // largest resources/read result (default 1 MiB)
 	WriteTimeout    time.Duration // deadline of one write to a client (default 5s)
 	Linger          time.Duration // how long a workspace stays indexed with no session (default 10m)
-	Rules           Rules         // which workspace files are served (default DefaultRules)
+	Rules           index.Rules   // which workspace files are served (default DefaultRules)
 
 	Flutter         string        // the flutter executable; default: "flutter" on each session's PATH
 	MaxRuns         int           // live flutter runs per workspace (default 2)
@@ -72,7 +73,7 @@ func (c *Config) setDefaults() {
 		c.Linger = 10 * time.Minute
 	}
 	if c.Rules.Extensions == nil && c.Rules.Names == nil {
-		c.Rules = DefaultRules()
+		c.Rules = index.DefaultRules()
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/index"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/overview"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 )
 
@@ -21,18 +23,18 @@ const maxRecentSessions = 50
 // the last one leaves.
 type workspace struct {
 	root  string
-	index *Index
+	index *index.Index
 	stop  context.CancelFunc // stops index.Run
 
 	ready chan struct{} // closed when index is set, or err
 	err   error
 
 	mu       sync.Mutex
-	refs     int               // sessions holding it; guarded by workspaces.mu
-	idle     *time.Timer       // pending close after the last release; guarded by workspaces.mu
-	sessions map[*session]bool // connected sessions, for notifications
-	recent   []SessionInfo     // newest last
-	overview *Overview         // cached; nil when stale
+	refs     int                // sessions holding it; guarded by workspaces.mu
+	idle     *time.Timer        // pending close after the last release; guarded by workspaces.mu
+	sessions map[*session]bool  // connected sessions, for notifications
+	recent   []SessionInfo      // newest last
+	overview *overview.Overview // cached; nil when stale
 }
 
 // fsys is the workspace's root directory: every file access of the
@@ -54,10 +56,10 @@ func (w *workspace) connected() []*session {
 // indexes. close stops them all and waits.
 type workspaces struct {
 	home     string // refused as a root, with its ancestors
-	rules    Rules
+	rules    index.Rules
 	linger   time.Duration
 	log      *slog.Logger
-	onChange func(*workspace, Change)
+	onChange func(*workspace, index.Change)
 
 	mu     sync.Mutex
 	m      map[string]*workspace
@@ -65,7 +67,7 @@ type workspaces struct {
 	wg     sync.WaitGroup // index.Run goroutines
 }
 
-func newWorkspaces(rules Rules, linger time.Duration, log *slog.Logger, onChange func(*workspace, Change)) *workspaces {
+func newWorkspaces(rules index.Rules, linger time.Duration, log *slog.Logger, onChange func(*workspace, index.Change)) *workspaces {
 	return &workspaces{rules: rules, linger: linger, log: log, onChange: onChange, m: make(map[string]*workspace)}
 }
 
@@ -145,7 +147,7 @@ func (ws *workspaces) acquire(dir string) (*workspace, error) {
 // open builds w's index and starts watching it.
 func (ws *workspaces) open(w *workspace) error {
 	start := time.Now()
-	idx, err := newIndex(w.root, ws.rules, ws.log, func(c Change) { ws.onChange(w, c) })
+	idx, err := index.New(w.root, ws.rules, ws.log, func(c index.Change) { ws.onChange(w, c) })
 	if err != nil {
 		return fmt.Errorf("index workspace %s: %w", w.root, err)
 	}

@@ -23,16 +23,21 @@ type failureLog struct {
 	attempts   int // failed attempts since the last report
 	lost       int // entries lost since the last report
 	total      int // failed attempts since the failure began
+
+	now func() time.Time // nil: time.Now; tests set it
 }
 
 // observe records the outcome of one attempt that, if err is not nil,
 // lost lost entries.
 func (f *failureLog) observe(err error, lost int) {
 	now := time.Now()
+	if f.now != nil {
+		now = f.now()
+	}
 	if err == nil {
 		if f.failing {
 			f.log.Info(f.what+" works again", "failed_attempts", f.total, "failing_for", now.Sub(f.since).Round(time.Millisecond).String())
-			*f = failureLog{log: f.log, what: f.what}
+			*f = failureLog{log: f.log, what: f.what, now: f.now}
 		}
 		return
 	}

@@ -323,3 +323,36 @@ func TestMCPRefusesUntrustedSocket(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPWorkspaceRoot: without --workspace, flyctl mcp binds to the
+// project the current directory is in, and refuses the home directory,
+// its ancestors and / as roots, with what to pass instead.
+func TestMCPWorkspaceRoot(t *testing.T) {
+	home := mcpTempDir(t)
+	app := filepath.Join(home, "src", "app")
+	os.MkdirAll(filepath.Join(app, "lib", "src"), 0o755)
+	os.WriteFile(filepath.Join(app, "pubspec.yaml"), []byte("name: app\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine x password y\n"), 0o600)
+
+	t.Chdir(filepath.Join(app, "lib", "src"))
+	if got, err := workspaceRoot("", home); err != nil || got != app {
+		t.Errorf("workspaceRoot in lib/src = %q, %v, want %q", got, err, app)
+	}
+	t.Chdir(home)
+	for _, tc := range []struct{ flag, want string }{
+		{"", "home directory"},
+		{"/", "file system root"},
+		{filepath.Dir(home), "ancestor of your home"},
+	} {
+		_, err := workspaceRoot(tc.flag, home)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--workspace") {
+			t.Errorf("workspaceRoot(%q) in $HOME = %v, want a refusal naming the %s and --workspace", tc.flag, err, tc.want)
+		}
+	}
+	// Through the whole command too: nothing is started or sent.
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"mcp"}, mcpEnv(home, "HOME", home), strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "home directory") {
+		t.Errorf("flyctl mcp in $HOME = %v, want a refusal", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/index"
 	"io"
 	"log/slog"
 	"os"
@@ -132,7 +133,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	rules := daemon.DefaultRules()
+	rules := index.DefaultRules()
 	for _, e := range *extraExt {
 		rules.Extensions = append(rules.Extensions, "."+strings.ToLower(strings.TrimPrefix(e, ".")))
 	}

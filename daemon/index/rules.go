@@ -1,8 +1,10 @@
-package daemon
+package index
 
 import (
+	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 )
 
 // Rules decide which workspace files are served. A file is served when its
@@ -216,9 +218,9 @@ func skipDirElem(parent, elem string) bool {
 	return elem == "ephemeral" && (parent == "Flutter" || parent == "flutter")
 }
 
-// isGenerated reports whether rel is a generated source file: it is served
+// IsGenerated reports whether rel is a generated source file: it is served
 // but marked as generated.
-func isGenerated(rel string) bool {
+func IsGenerated(rel string) bool {
 	name := path.Base(rel)
 	return strings.HasSuffix(name, ".g.dart") ||
 		strings.HasSuffix(name, ".freezed.dart") ||
@@ -244,4 +246,30 @@ func hasUpperASCII(s string) bool {
 		}
 	}
 	return false
+}
+
+// Refusal says why rules do not serve rel, or "" when they do.
+func (r Rules) Refusal(rel string) string {
+	dir := path.Dir(rel)
+	for d := dir; d != "."; d = path.Dir(d) {
+		if skipDir(d) {
+			return "it is under " + d + "/, which flyd never serves"
+		}
+	}
+	switch {
+	case isSecret(rel):
+		return "it is a secret file (keys, keystores, .env), which flyd never serves"
+	case !r.served(rel):
+		return "its file type is not on the allowlist"
+	}
+	return ""
+}
+
+// LinkCount is the number of hard links of the file fi describes, or 1
+// where the OS does not tell.
+func LinkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }

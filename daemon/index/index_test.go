@@ -1,4 +1,4 @@
-package daemon
+package index
 
 import (
 	"context"
@@ -199,7 +199,7 @@ func TestIndexBuild(t *testing.T) {
 	want = append(want, "lib/inside.dart")
 	slices.Sort(want)
 
-	x, err := newIndex(root, DefaultRules(), nil, nil)
+	x, err := New(root, DefaultRules(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestStatFiles(t *testing.T) {
 
 	// Gone (or in a directory that is gone), a directory, and a link out
 	// of the root are left out.
-	got := statFiles(r, []File{{"lib/a.dart"}, {"lib/b"}, {"lib/b/c.dart"}, {"gone/x.dart"}, {"lib/gone.dart"}, {"lib/link.dart"}, {"lib/out.dart"}})
+	got := StatFiles(r, []File{{"lib/a.dart"}, {"lib/b"}, {"lib/b/c.dart"}, {"gone/x.dart"}, {"lib/gone.dart"}, {"lib/link.dart"}, {"lib/out.dart"}})
 	want := []FileInfo{
 		{Path: "lib/a.dart", Size: 3, ModTime: old},
 		{Path: "lib/b/c.dart", Size: 1, ModTime: fi.ModTime()},
@@ -280,16 +280,16 @@ func TestStatFiles(t *testing.T) {
 	if !slices.EqualFunc(got, want, func(a, b FileInfo) bool {
 		return a.Path == b.Path && a.Size == b.Size && a.ModTime.Equal(b.ModTime)
 	}) {
-		t.Errorf("statFiles = %+v, want %+v", got, want)
+		t.Errorf("StatFiles = %+v, want %+v", got, want)
 	}
 }
 
 func TestIndexBuildErrors(t *testing.T) {
-	if _, err := newIndex("relative/dir", DefaultRules(), nil, nil); err == nil {
-		t.Errorf("newIndex(relative) succeeded")
+	if _, err := New("relative/dir", DefaultRules(), nil, nil); err == nil {
+		t.Errorf("New(relative) succeeded")
 	}
-	if _, err := newIndex(filepath.Join(idxTempDir(t), "missing"), DefaultRules(), nil, nil); err == nil {
-		t.Errorf("newIndex(missing) succeeded")
+	if _, err := New(filepath.Join(idxTempDir(t), "missing"), DefaultRules(), nil, nil); err == nil {
+		t.Errorf("New(missing) succeeded")
 	}
 	if os.Geteuid() == 0 {
 		return // root reads everything
@@ -301,7 +301,7 @@ func TestIndexBuildErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(filepath.Join(root, "secret"), 0o755) })
-	x, err := newIndex(root, DefaultRules(), nil, nil)
+	x, err := New(root, DefaultRules(), nil, nil)
 	if err != nil {
 		t.Fatalf("unreadable subdirectory: %v", err)
 	}
@@ -332,7 +332,7 @@ type idxWatched struct {
 func idxStartWatch(t *testing.T, root string) *idxWatched {
 	t.Helper()
 	w := &idxWatched{root: root, changes: make(chan Change, 1000)}
-	x, err := newIndex(root, DefaultRules(), nil, func(c Change) { w.changes <- c })
+	x, err := New(root, DefaultRules(), nil, func(c Change) { w.changes <- c })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestIndexRescan(t *testing.T) {
 	// Change times within ctimeSlack of a walk may be taken as after it.
 	settle := func() { time.Sleep(ctimeSlack + 50*time.Millisecond) }
 	settle()
-	x, err := newIndex(root, DefaultRules(), nil, nil)
+	x, err := New(root, DefaultRules(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestIndexRunLeaksNothing(t *testing.T) {
 	for range 3 {
 		root := idxTempDir(t)
 		idxGenTree(t, root, 200)
-		x, err := newIndex(root, DefaultRules(), nil, nil)
+		x, err := New(root, DefaultRules(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -639,7 +639,7 @@ func TestIndexPathOrder(t *testing.T) {
 	for _, p := range []string{"a/x.dart", "a.dart", "a-b.dart", "a0.dart", "a.b/x.dart", "a/b/c.dart", "a/b.dart", "a b/x.dart"} {
 		idxWrite(t, root, p, "x")
 	}
-	x, err := newIndex(root, DefaultRules(), nil, nil)
+	x, err := New(root, DefaultRules(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package daemon
+package index
 
 import "testing"
 
@@ -218,8 +218,8 @@ func TestRulesIsGenerated(t *testing.T) {
 		{"lib/freezed.dart", false},
 	}
 	for _, tt := range tests {
-		if got := isGenerated(tt.rel); got != tt.want {
-			t.Errorf("isGenerated(%q) = %v, want %v", tt.rel, got, tt.want)
+		if got := IsGenerated(tt.rel); got != tt.want {
+			t.Errorf("IsGenerated(%q) = %v, want %v", tt.rel, got, tt.want)
 		}
 	}
 }

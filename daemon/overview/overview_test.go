@@ -1,4 +1,4 @@
-package daemon
+package overview
 
 import (
 	"encoding/json"
@@ -507,12 +507,12 @@ flutter:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root, files := overviewRoot(t, tt.tree)
-			got, err := buildOverview(root, files)
+			got, err := Build(root, files)
 			if err != nil {
-				t.Fatalf("buildOverview() error = %v", err)
+				t.Fatalf("Build() error = %v", err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("buildOverview() = %s\nwant %s", mustJSON(t, got), mustJSON(t, tt.want))
+				t.Errorf("Build() = %s\nwant %s", mustJSON(t, got), mustJSON(t, tt.want))
 			}
 		})
 	}
@@ -528,12 +528,12 @@ func TestOverviewFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	got, err := buildOverview(root, nil) // would block in open if it tried
+	got, err := Build(root, nil) // would block in open if it tried
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"pubspec.yaml: not a regular file"}; !slices.Equal(got.Errors, want) {
-		t.Errorf("buildOverview(fifo).Errors = %q, want %q", got.Errors, want)
+		t.Errorf("Build(fifo).Errors = %q, want %q", got.Errors, want)
 	}
 }
 
@@ -543,7 +543,7 @@ func TestOverviewManyNestedPackages(t *testing.T) {
 		tree[fmt.Sprintf("packages/p%03d/pubspec.yaml", i)] = "name: p\n"
 	}
 	root, files := overviewRoot(t, tree)
-	got, err := buildOverview(root, files)
+	got, err := Build(root, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,8 +558,8 @@ func TestOverviewManyNestedPackages(t *testing.T) {
 func TestOverviewClosedRoot(t *testing.T) {
 	root, files := overviewRoot(t, map[string]string{"pubspec.yaml": "name: x\n"})
 	root.Close()
-	if got, err := buildOverview(root, files); err == nil {
-		t.Errorf("buildOverview(closed root) = %+v, want an error", got)
+	if got, err := Build(root, files); err == nil {
+		t.Errorf("Build(closed root) = %+v, want an error", got)
 	}
 }
 
@@ -572,7 +572,7 @@ func TestOverviewJSON(t *testing.T) {
 		"lib/main.dart":           "",
 		"integration_test/x.dart": "",
 	})
-	ov, err := buildOverview(root, files)
+	ov, err := Build(root, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,12 +620,12 @@ func FuzzOverviewPubspec(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer root.Close()
-		ov, err := buildOverview(root, []string{".metadata", "example/pubspec.yaml", "pubspec.lock", "pubspec.yaml"})
+		ov, err := Build(root, []string{".metadata", "example/pubspec.yaml", "pubspec.lock", "pubspec.yaml"})
 		if err != nil {
-			t.Fatalf("buildOverview() error = %v", err)
+			t.Fatalf("Build() error = %v", err)
 		}
 		if !ov.HasPubspec || !ov.LockResolved || len(ov.NestedPackages) != 1 {
-			t.Errorf("buildOverview() = %+v, want has_pubspec, lock_resolved and one nested package", ov)
+			t.Errorf("Build() = %+v, want has_pubspec, lock_resolved and one nested package", ov)
 		}
 		if ov.ProjectType == "" {
 			t.Error("ProjectType is empty")

@@ -1,4 +1,11 @@
-package daemon
+// Package index owns a workspace's live index of served files: which files
+// are served (Rules: the allowlist, secrets, skipped directories), the
+// parallel walk that builds the index, and the fsnotify watcher that keeps
+// it current, including a root that is deleted and made again. It gives
+// out the workspace's os.Root, through which every file access goes.
+//
+// It does not own sessions, MCP or notifications (daemon), nor the store.
+package index
 
 import (
 	"cmp"
@@ -35,26 +42,26 @@ const (
 // File is one served file of a workspace. It holds only what a directory
 // read tells without a stat: a stat per file cost a build more than its
 // directory reads, and the result was stale by the time anyone asked.
-// Those who need a file's size and time stat it then: see statFiles.
+// Those who need a file's size and time stat it then: see StatFiles.
 type File struct {
 	Path string // slash-separated, relative to the root
 }
 
 // FileInfo is a served file with its size and modification time, as
-// statFiles found them.
+// StatFiles found them.
 type FileInfo struct {
 	Path    string
 	Size    int64
 	ModTime time.Time
 }
 
-// statFiles stats files, such as a page of an index, through root, which
+// StatFiles stats files, such as a page of an index, through root, which
 // follows symlinks only within it. Files that are gone, or are no longer
 // regular files, are left out: the index will drop them once their events
 // are applied. It opens each directory once for a run of files in it (an
 // index is sorted, so a page's files come in a few such runs), then stats
 // each file in it; it is meant for pages, not for a whole index.
-func statFiles(root *os.Root, files []File) []FileInfo {
+func StatFiles(root *os.Root, files []File) []FileInfo {
 	out := make([]FileInfo, 0, len(files))
 	var dir string
 	var dirRoot *os.Root // dir's, or nil if it cannot be opened
@@ -82,7 +89,7 @@ func statFiles(root *os.Root, files []File) []FileInfo {
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			fi, err = root.Stat(filepath.FromSlash(f.Path)) // where it leads, if within root
 		}
-		if err != nil || !fi.Mode().IsRegular() || linkCount(fi) > 1 {
+		if err != nil || !fi.Mode().IsRegular() || LinkCount(fi) > 1 {
 			continue // gone, not a file, or hard-linked: see openServed
 		}
 		out = append(out, FileInfo{Path: f.Path, Size: fi.Size(), ModTime: fi.ModTime()})
@@ -100,8 +107,8 @@ func (c Change) empty() bool {
 	return len(c.Updated) == 0 && len(c.Added) == 0 && len(c.Removed) == 0
 }
 
-// IndexStats describes an index, for status pages.
-type IndexStats struct {
+// Stats describes an index, for status pages.
+type Stats struct {
 	Files       int           // served files
 	Dirs        int           // directories watched
 	BuildTime   time.Duration // of the initial build, watches included
@@ -141,18 +148,18 @@ type Index struct {
 	synced time.Time
 }
 
-// newIndex builds the index of root, an absolute and symlink-resolved
+// New builds the index of root, an absolute and symlink-resolved
 // directory, and watches every directory that is not skipped as it goes,
 // so nothing is missed between the build and the watch. It reads
 // directories in parallel and returns when the index is complete. Run must
 // then be called to keep it current and to release the watcher; onChange
 // (which may be nil) is called from Run's goroutine after each non-empty
 // batch of changes, and should not block for long.
-func newIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)) (*Index, error) {
+func New(root string, rules Rules, log *slog.Logger, onChange func(Change)) (*Index, error) {
 	return openIndex(root, rules, log, onChange, true)
 }
 
-// openIndex is newIndex, optionally without the watcher: without it, the
+// openIndex is New, optionally without the watcher: without it, the
 // index is never updated and Run only releases it. Benchmarks use that to
 // measure the walk alone.
 func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change), watch bool) (*Index, error) {
@@ -268,8 +275,8 @@ func (x *Index) Files() []File {
 }
 
 // Stats returns the size and health of the index.
-func (x *Index) Stats() IndexStats {
-	return IndexStats{
+func (x *Index) Stats() Stats {
+	return Stats{
 		Files:       x.Len(),
 		Dirs:        int(x.nDirs.Load()),
 		BuildTime:   x.buildTime,

@@ -1,4 +1,4 @@
-package daemon
+package index
 
 import (
 	"io/fs"

@@ -1,4 +1,10 @@
-package daemon
+// Package overview derives a Flutter or Dart project's overview (the
+// fly://project/overview resource) from pubspec.yaml, pubspec.lock,
+// .metadata and the list of the workspace's files, without running flutter
+// or dart. It reads files only through the os.Root it is given. It does not
+// own the file list (daemon/index), caching, or how the overview is served
+// (daemon).
+package overview
 
 import (
 	"errors"
@@ -85,7 +91,7 @@ type NestedPackage struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Size limits of the files buildOverview reads. Larger files are reported
+// Size limits of the files Build reads. Larger files are reported
 // in Overview.Errors and skipped.
 const (
 	maxPubspecSize  = 1 << 20
@@ -98,14 +104,14 @@ const (
 
 var platformDirs = []string{"android", "ios", "web", "macos", "linux", "windows"}
 
-// buildOverview computes the project overview of the workspace opened as
+// Build computes the project overview of the workspace opened as
 // root. files is the sorted list of the workspace's served files (slash
 // separated, relative to root), as the index holds it. Every read goes
 // through root. It is safe to call concurrently.
 //
 // The error is non-nil only when the root itself cannot be read; problems
 // with the project's files are reported in Overview.Errors.
-func buildOverview(root *os.Root, files []string) (*Overview, error) {
+func Build(root *os.Root, files []string) (*Overview, error) {
 	if _, err := root.Stat("."); err != nil {
 		return nil, fmt.Errorf("project overview: %w", err)
 	}
