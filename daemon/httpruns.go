@@ -265,40 +265,12 @@ func parseLogsParams(q url.Values) (logsParams, error) {
 	return p, nil
 }
 
-// The NDJSON lines of a log stream; "type" tells them apart (see the
-// wire.LogLine* constants). seq is the cursor: a client that remembers the
-// seq of the last entry or gap line it got resumes with after=<seq>.
+// The NDJSON lines of a log stream are the wire types.
 type (
-	entryLine struct {
-		Type      string         `json:"type"`
-		Seq       uint64         `json:"seq"`
-		Time      time.Time      `json:"time"`
-		Stream    logring.Stream `json:"stream"`
-		Text      string         `json:"text"`
-		Truncated bool           `json:"truncated,omitempty"`
-	}
-	gapLine struct {
-		Type   string    `json:"type"`
-		Seq    uint64    `json:"seq"` // resume-1
-		Time   time.Time `json:"time"`
-		Lost   uint64    `json:"lost"`
-		Resume uint64    `json:"resume"`
-		Text   string    `json:"text"`
-	}
-	heartbeatLine struct {
-		Type    string    `json:"type"`
-		Time    time.Time `json:"time"`
-		LastSeq uint64    `json:"last_seq"`
-	}
-	// statusLine ends a stream: "end" without follow, "exit" when a
-	// followed run has ended.
-	statusLine struct {
-		Type     string `json:"type"`
-		State    string `json:"state"`
-		ExitCode *int   `json:"exit_code"`
-		Error    string `json:"error,omitempty"`
-		LastSeq  uint64 `json:"last_seq"`
-	}
+	entryLine     = wire.EntryLine
+	gapLine       = wire.GapLine
+	heartbeatLine = wire.HeartbeatLine
+	statusLine    = wire.StatusLine
 )
 
 // lineWriter writes the NDJSON lines of one log stream. Lines are
@@ -364,7 +336,7 @@ func (c *lineCache) line(e logring.Entry) []byte {
 	if p := slot.Load(); p != nil && p.seq == e.Seq {
 		return p.line
 	}
-	b, err := json.Marshal(entryLine{Type: wire.LogLineEntry, Seq: e.Seq, Time: e.Time, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
+	b, err := json.Marshal(entryLine{Type: wire.LogLineEntry, Seq: e.Seq, Time: e.Time, Stream: string(e.Stream), Text: e.Text, Truncated: e.Truncated})
 	if err != nil {
 		panic(err) // the line types always encode
 	}

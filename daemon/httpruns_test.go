@@ -183,20 +183,7 @@ func (a *apiServer) getJSON(t testing.TB, method, path string, wantCode int, out
 }
 
 // ndLine is any line of a log stream, decoded.
-type ndLine struct {
-	Type      string    `json:"type"`
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Stream    string    `json:"stream"`
-	Text      string    `json:"text"`
-	Truncated bool      `json:"truncated"`
-	Lost      uint64    `json:"lost"`
-	Resume    uint64    `json:"resume"`
-	State     string    `json:"state"`
-	ExitCode  *int      `json:"exit_code"`
-	Error     string    `json:"error"`
-	LastSeq   uint64    `json:"last_seq"`
-}
+type ndLine = wire.LogLine
 
 // logs reads a whole non-follow log stream.
 func (a *apiServer) logs(t testing.TB, id, query string) []ndLine {

@@ -394,31 +394,11 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// Status is the reply of GET /v1/status.
-type Status struct {
-	Version    string            `json:"version"`
-	Protocol   int               `json:"protocol"`
-	PID        int               `json:"pid"`
-	StartedAt  time.Time         `json:"started_at"`
-	UptimeSec  float64           `json:"uptime_seconds"`
-	Socket     string            `json:"socket"`
-	StateDir   string            `json:"state_dir"`
-	DBBytes    int64             `json:"db_bytes"`
-	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
-	Sessions   []SessionInfo     `json:"sessions"`
-	Workspaces []WorkspaceStatus `json:"workspaces"`
-	Runs       []RunInfo         `json:"runs"` // live ones
-}
+// Status is the reply of GET /v1/status: the wire type.
+type Status = wire.Status
 
-// WorkspaceStatus describes one open workspace.
-type WorkspaceStatus struct {
-	Root        string `json:"root"`
-	Files       int    `json:"files"`
-	Sessions    int    `json:"sessions"`
-	WatchedDirs int    `json:"watched_dirs"`
-	WatchErrors int    `json:"watch_errors,omitempty"`
-	BuildMS     int64  `json:"index_build_ms"`
-}
+// WorkspaceStatus describes one open workspace: the wire type.
+type WorkspaceStatus = wire.WorkspaceStatus
 
 func (s *Server) status() Status {
 	st := Status{

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"github.com/fly-dev/fly/internal/wire"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,19 +82,9 @@ func (s *session) client() (name, version string) {
 	return "", ""
 }
 
-// SessionInfo describes a session in fly://sessions/* and /v1/status.
-type SessionInfo struct {
-	ID            string    `json:"id"`
-	ClientName    string    `json:"client_name,omitempty"`
-	ClientVersion string    `json:"client_version,omitempty"`
-	Workspace     string    `json:"workspace"`
-	Via           string    `json:"via"`
-	PeerPID       int       `json:"peer_pid,omitempty"`
-	Since         time.Time `json:"since"`
-	Ended         time.Time `json:"ended,omitzero"`
-	FilesRead     int64     `json:"files_read"`
-	ToolsCalled   int64     `json:"tools_called"`
-}
+// SessionInfo describes a session in fly://sessions/* and /v1/status:
+// the wire type.
+type SessionInfo = wire.Session
 
 func (s *session) info() SessionInfo {
 	name, version := s.client()

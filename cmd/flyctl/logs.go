@@ -400,22 +400,8 @@ func runLogsTail(ctx context.Context, args []string, getenv func(string) string,
 	return t.run(ctx)
 }
 
-// logLine is any NDJSON line of flyd's log stream; Type tells which
-// fields are set (see wire.LogLine*).
-type logLine struct {
-	Type      string    `json:"type"`
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Stream    string    `json:"stream"`
-	Text      string    `json:"text"`
-	Truncated bool      `json:"truncated"`
-	Lost      uint64    `json:"lost"`
-	Resume    uint64    `json:"resume"`
-	LastSeq   uint64    `json:"last_seq"`
-	State     string    `json:"state"`
-	ExitCode  *int      `json:"exit_code"`
-	Error     string    `json:"error"`
-}
+// logLine is any NDJSON line of flyd's log stream.
+type logLine = wire.LogLine
 
 // Reconnection pacing of a follow, and how long it waits for a line
 // (flyd sends a heartbeat every 15s while idle) before it takes the

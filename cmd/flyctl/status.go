@@ -131,35 +131,8 @@ func runRoute(route, id string) string {
 	return strings.Replace(route, "{id}", url.PathEscape(id), 1)
 }
 
-// status mirrors daemon.Status; flyctl does not import the daemon.
-type status struct {
-	Version   string    `json:"version"`
-	Protocol  int       `json:"protocol"`
-	PID       int       `json:"pid"`
-	StartedAt time.Time `json:"started_at"`
-	UptimeSec float64   `json:"uptime_seconds"`
-	Socket    string    `json:"socket"`
-	StateDir  string    `json:"state_dir"`
-	DBBytes   int64     `json:"db_bytes"`
-	Notices   []string  `json:"notices,omitempty"`
-	Sessions  []struct {
-		ID            string    `json:"id"`
-		ClientName    string    `json:"client_name"`
-		ClientVersion string    `json:"client_version"`
-		Workspace     string    `json:"workspace"`
-		Via           string    `json:"via"`
-		PeerPID       int       `json:"peer_pid"`
-		Since         time.Time `json:"since"`
-		FilesRead     int64     `json:"files_read"`
-		ToolsCalled   int64     `json:"tools_called"`
-	} `json:"sessions"`
-	Workspaces []struct {
-		Root     string `json:"root"`
-		Files    int    `json:"files"`
-		Sessions int    `json:"sessions"`
-	} `json:"workspaces"`
-	Runs []runInfo `json:"runs"` // the live ones
-}
+// status is flyd's status document.
+type status = wire.Status
 
 const statusUsage = `Usage:
   flyctl status [--json]

@@ -144,3 +144,100 @@ type Run struct {
 
 // Live reports whether the run has not ended yet.
 func (r Run) Live() bool { return r.State == "starting" || r.State == "running" }
+
+// The NDJSON lines of a log stream (GET RouteRunLogs); Type is one of the
+// LogLine* constants. Seq is the cursor: a client that remembers the seq
+// of the last entry or gap line it got resumes with after=<seq>.
+type (
+	// EntryLine is one log entry.
+	EntryLine struct {
+		Type      string    `json:"type"`
+		Seq       uint64    `json:"seq"`
+		Time      time.Time `json:"time"`
+		Stream    string    `json:"stream"` // stdout, stderr, event or fly
+		Text      string    `json:"text"`
+		Truncated bool      `json:"truncated,omitempty"`
+	}
+	// GapLine stands for entries lost before they were read.
+	GapLine struct {
+		Type   string    `json:"type"`
+		Seq    uint64    `json:"seq"` // resume-1
+		Time   time.Time `json:"time"`
+		Lost   uint64    `json:"lost"`
+		Resume uint64    `json:"resume"`
+		Text   string    `json:"text"`
+	}
+	// HeartbeatLine says an idle follow is alive.
+	HeartbeatLine struct {
+		Type    string    `json:"type"`
+		Time    time.Time `json:"time"`
+		LastSeq uint64    `json:"last_seq"`
+	}
+	// StatusLine ends a stream: "end" without follow, "exit" when a
+	// followed run has ended.
+	StatusLine struct {
+		Type     string `json:"type"`
+		State    string `json:"state"`
+		ExitCode *int   `json:"exit_code"`
+		Error    string `json:"error,omitempty"`
+		LastSeq  uint64 `json:"last_seq"`
+	}
+)
+
+// LogLine decodes any line of a log stream: Type says which fields are
+// set.
+type LogLine struct {
+	Type      string    `json:"type"`
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Stream    string    `json:"stream"`
+	Text      string    `json:"text"`
+	Truncated bool      `json:"truncated"`
+	Lost      uint64    `json:"lost"`
+	Resume    uint64    `json:"resume"`
+	LastSeq   uint64    `json:"last_seq"`
+	State     string    `json:"state"`
+	ExitCode  *int      `json:"exit_code"`
+	Error     string    `json:"error"`
+}
+
+// Status is the reply of GET RouteStatus. Fields may be added, never
+// change meaning.
+type Status struct {
+	Version    string            `json:"version"`
+	Protocol   int               `json:"protocol"`
+	PID        int               `json:"pid"`
+	StartedAt  time.Time         `json:"started_at"`
+	UptimeSec  float64           `json:"uptime_seconds"`
+	Socket     string            `json:"socket"`
+	StateDir   string            `json:"state_dir"`
+	DBBytes    int64             `json:"db_bytes"`
+	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
+	Sessions   []Session         `json:"sessions"`
+	Workspaces []WorkspaceStatus `json:"workspaces"`
+	Runs       []Run             `json:"runs"` // live ones
+}
+
+// Session describes an MCP session, connected or ended.
+type Session struct {
+	ID            string    `json:"id"`
+	ClientName    string    `json:"client_name,omitempty"`
+	ClientVersion string    `json:"client_version,omitempty"`
+	Workspace     string    `json:"workspace"`
+	Via           string    `json:"via"`
+	PeerPID       int       `json:"peer_pid,omitempty"`
+	Since         time.Time `json:"since"`
+	Ended         time.Time `json:"ended,omitzero"`
+	FilesRead     int64     `json:"files_read"`
+	ToolsCalled   int64     `json:"tools_called"`
+}
+
+// WorkspaceStatus describes one open workspace.
+type WorkspaceStatus struct {
+	Root        string `json:"root"`
+	Files       int    `json:"files"`
+	Sessions    int    `json:"sessions"`
+	WatchedDirs int    `json:"watched_dirs"`
+	WatchErrors int    `json:"watch_errors,omitempty"`
+	BuildMS     int64  `json:"index_build_ms"`
+}
