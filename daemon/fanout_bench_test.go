@@ -29,8 +29,8 @@ func BenchmarkFanout(b *testing.B) {
 			for b.Loop() {
 				r := a.start(b, fakeflutter.EnvLinesPerSec+"="+strconv.Itoa(rate), fakeflutter.EnvLines+"="+strconv.Itoa(lines),
 					fakeflutter.EnvStamp+"=1", fakeflutter.EnvStartupMS+"=1500")
-				all = append(all, followAll(b, a, r.id, n, lines)...)
-				_ = r.stop(b.Context())
+				all = append(all, followAll(b, a, r.ID(), n, lines)...)
+				_ = r.Stop(b.Context())
 			}
 			slices.Sort(all)
 			if len(all) == 0 {

@@ -286,3 +286,43 @@ func TestLogsReadDefaultIsSmall(t *testing.T) {
 		t.Error("entries are JSON, want plain text lines")
 	}
 }
+
+// TestRunLimitUnderConcurrency: eight flutter_run calls at once on a
+// workspace with the default limit of two live runs start exactly two.
+// The limit used to be checked apart from the start, so concurrent calls
+// could all pass it.
+func TestRunLimitUnderConcurrency(t *testing.T) {
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0")
+	flytest.StartFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "racer", root, nil)
+	const calls = 8
+	errs := make(chan bool, calls)
+	for range calls {
+		go func() { // owned by the test: each sends one result
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "flutter_run"})
+			errs <- err != nil || res.IsError
+		}()
+	}
+	started := 0
+	for range calls {
+		if failed := <-errs; !failed {
+			started++
+		}
+	}
+	var listed runsListResult
+	callTool(t, cs, "runs_list", nil, &listed)
+	live := 0
+	for _, r := range listed.Runs {
+		if r.Live() {
+			live++
+			callTool(t, cs, "flutter_stop", map[string]any{"run_id": r.RunID}, nil)
+		}
+	}
+	if started != 2 || live != 2 {
+		t.Errorf("%d concurrent flutter_run calls started %d runs (%d live), want exactly 2", calls, started, live)
+	}
+}

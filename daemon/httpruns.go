@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/runs"
 	"io"
 	"net/http"
 	"net/url"
@@ -27,10 +28,6 @@ import (
 // before they build a Handler.
 var heartbeatEvery = 15 * time.Second
 
-// historyPage is how many entries one read of a log returns before they
-// are written out.
-const historyPage = defaultLogLimit
-
 // Log attribute keys of the HTTP API.
 const (
 	logPath   = "path"
@@ -43,6 +40,16 @@ const (
 type runsAPI struct {
 	s         *Server
 	heartbeat time.Duration
+}
+
+// lines returns the cache of encoded log lines of rn, shared by all its
+// followers; runChanged drops it when the run ends.
+func (a *runsAPI) lines(rn *runs.Run) *lineCache {
+	if c, ok := a.s.lineCaches.Load(rn.ID()); ok {
+		return c.(*lineCache)
+	}
+	c, _ := a.s.lineCaches.LoadOrStore(rn.ID(), new(lineCache))
+	return c.(*lineCache)
 }
 
 // addRunRoutes registers the runs routes on mux.
@@ -170,7 +177,7 @@ func (a *runsAPI) list(w http.ResponseWriter, r *http.Request) error {
 			root = filepath.Clean(root)
 		}
 	}
-	recs, err := a.s.runs.list(root)
+	recs, err := a.s.runs.List(root)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}
@@ -183,10 +190,10 @@ func (a *runsAPI) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 // find returns the run named by the request path.
-func (a *runsAPI) find(r *http.Request) (*run, error) {
+func (a *runsAPI) find(r *http.Request) (*runs.Run, error) {
 	id := r.PathValue("id")
-	rn, err := a.s.runs.get(id)
-	if errors.Is(err, errNoSuchRun) {
+	rn, err := a.s.runs.Get(id)
+	if errors.Is(err, runs.ErrNoSuchRun) {
 		return nil, &apiError{code: http.StatusNotFound, msg: fmt.Sprintf("no such run %q", id),
 			hint: "list the runs with: flyctl runs --all"}
 	}
@@ -205,7 +212,7 @@ func (a *runsAPI) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, runInfo(rn.record()))
+	writeJSON(w, http.StatusOK, runInfo(rn.Record()))
 	return nil
 }
 
@@ -221,10 +228,10 @@ func (a *runsAPI) stop(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := rn.stop(context.WithoutCancel(r.Context())); err != nil {
-		return fmt.Errorf("stop run %s: %w", rn.id, err)
+	if err := rn.Stop(context.WithoutCancel(r.Context())); err != nil {
+		return fmt.Errorf("stop run %s: %w", rn.ID(), err)
 	}
-	writeJSON(w, http.StatusOK, runInfo(rn.record()))
+	writeJSON(w, http.StatusOK, runInfo(rn.Record()))
 	return nil
 }
 
@@ -393,13 +400,13 @@ func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	lw := &lineWriter{w: w, rc: http.NewResponseController(w), timeout: a.s.cfg.WriteTimeout, lines: rn.encoded()}
+	lw := &lineWriter{w: w, rc: http.NewResponseController(w), timeout: a.s.cfg.WriteTimeout, lines: a.lines(rn)}
 	defer lw.rc.SetWriteDeadline(time.Time{})
 	ctx := r.Context()
 
 	// A cursor past the end (from a log that has since been deleted) would
 	// wait for seqs that may never come: it starts at the end instead.
-	last := rn.ring.Last()
+	last := rn.Ring().Last()
 	since := min(p.after, last)
 	if p.hasTail && last > uint64(p.tail) {
 		since = max(since, last-uint64(p.tail))
@@ -409,7 +416,7 @@ func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
 		return streamError{err}
 	}
 	if !p.follow {
-		lw.add(status(wire.LogLineEnd, rn.record(), lw.last))
+		lw.add(status(wire.LogLineEnd, rn.Record(), lw.last))
 		if err := lw.flush(); err != nil {
 			return streamError{err}
 		}
@@ -428,9 +435,9 @@ func status(typ string, rec store.Run, last uint64) statusLine {
 // history writes the entries after since up to until at least, a page at
 // a time. Each page is read (ring, else store) into memory first and
 // written after: nothing is held across a network write.
-func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *run, since, until uint64) error {
+func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *runs.Run, since, until uint64) error {
 	for {
-		es := a.page(ctx, rn, since)
+		es := rn.History(ctx, since)
 		if len(es) == 0 {
 			break
 		}
@@ -449,51 +456,12 @@ func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *run, since, u
 	return lw.flush() // the headers, when there was nothing to send
 }
 
-// page returns the next entries after since, oldest first: from the ring
-// while it holds them, else from the store. The ring's gap entry is
-// returned only when the store does not hold the entries either; entries
-// the store lacks in the middle (trimmed or dropped) are left for
-// lineWriter.entries to report.
-func (a *runsAPI) page(ctx context.Context, rn *run, since uint64) []logring.Entry {
-	db := a.s.runs.db
-	for attempt := 0; ; attempt++ {
-		if first := rn.ring.First(); db != nil && since+1 < first {
-			a.settle(ctx, rn, first-1)
-			if old, err := db.Logs(rn.id, since, historyPage); err == nil && len(old) > 0 {
-				return fromStore(old)
-			}
-		}
-		// The ring may have moved on since First: then try the store again.
-		es, gap := rn.ring.Since(since, historyPage)
-		if gap == nil || db == nil || attempt == 2 {
-			return es
-		}
-	}
-}
-
-// settle makes sure the store has committed the run's entries up to seq
-// upto, which the ring no longer holds: the writer commits in groups, so
-// what the ring evicted a moment ago may still be queued. It waits at most
-// a second; a store that cannot keep up leaves a gap, as it would anyway.
-func (a *runsAPI) settle(ctx context.Context, rn *run, upto uint64) {
-	db := a.s.runs.db
-	if db == nil {
-		return
-	}
-	if st, err := db.LogStats(rn.id); err != nil || st.LastSeq >= upto {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	_ = db.Flush(ctx)
-}
-
 // follow streams the run's new entries as they come, a heartbeat when
 // nothing came for a while, and the exit line once the run has ended and
 // its log is drained. A follower that fell behind the ring is caught up
 // from the store when it still holds the entries.
-func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *run) error {
-	cur := rn.ring.Cursor(lw.last)
+func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *runs.Run) error {
+	cur := rn.Ring().Cursor(lw.last)
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()
 	for {
@@ -510,11 +478,11 @@ func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *run) error {
 			if err != nil {
 				return err
 			}
-			if batch[0].Gap != nil && a.s.runs.db != nil {
+			if batch[0].Gap != nil && a.s.runs.Persisted() {
 				if err := a.history(ctx, lw, rn, lw.last, batch[len(batch)-1].Seq); err != nil {
 					return err
 				}
-				cur = rn.ring.Cursor(lw.last)
+				cur = rn.Ring().Cursor(lw.last)
 			} else {
 				lw.entries(batch)
 			}
@@ -527,12 +495,12 @@ func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *run) error {
 }
 
 // exit writes the exit line of a run whose log has closed.
-func (a *runsAPI) exit(ctx context.Context, lw *lineWriter, rn *run) error {
+func (a *runsAPI) exit(ctx context.Context, lw *lineWriter, rn *runs.Run) error {
 	select {
-	case <-rn.done: // the record is final
+	case <-rn.Done(): // the record is final
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	lw.add(status(wire.LogLineExit, rn.record(), lw.last))
+	lw.add(status(wire.LogLineExit, rn.Record(), lw.last))
 	return lw.flush()
 }

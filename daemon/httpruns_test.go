@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/runs"
 	"io"
 	"net"
 	"net/http"
@@ -89,7 +90,7 @@ func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiS
 		a.url, a.c = hs.URL, hs.Client()
 	}
 	t.Cleanup(func() {
-		s.runs.closeAll() // ends every follow with its exit line
+		s.runs.Close() // ends every follow with its exit line
 		hs.CloseClientConnections()
 		hs.Close()
 		s.notifyWG.Wait()
@@ -102,7 +103,7 @@ func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiS
 // start runs `flutter run --machine` in the project, steered by vars
 // ("FAKE_FLUTTER_X=v"), and waits until the app has started unless the
 // fake delays its start.
-func (a *apiServer) start(t testing.TB, vars ...string) *run {
+func (a *apiServer) start(t testing.TB, vars ...string) *runs.Run {
 	t.Helper()
 	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
 	for _, v := range os.Environ() {
@@ -113,7 +114,7 @@ func (a *apiServer) start(t testing.TB, vars ...string) *run {
 		k, val, _ := strings.Cut(v, "=")
 		env[k] = val
 	}
-	r, err := a.s.runs.start(context.Background(), startSpec{kind: store.KindRun, root: a.root, env: env, args: []string{"run", "--machine"}})
+	r, err := a.s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: a.root, Env: env, Args: []string{"run", "--machine"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,28 +122,28 @@ func (a *apiServer) start(t testing.TB, vars ...string) *run {
 		return r
 	}
 	select {
-	case <-r.started:
+	case <-r.Started():
 	case <-time.After(30 * time.Second):
-		t.Fatalf("run %s did not start within 30s", r.id)
+		t.Fatalf("run %s did not start within 30s", r.ID())
 	}
-	if st := r.record().State; st != stateRunning {
-		t.Fatalf("run %s: state %s, want running\n%s", r.id, st, tailText(r.ring, 30))
+	if st := r.Record().State; st != store.StateRunning {
+		t.Fatalf("run %s: state %s, want running\n%s", r.ID(), st, tailText(r.Ring(), 30))
 	}
 	return r
 }
 
 // waitLog waits until the run's ring holds an entry containing text.
-func waitLog(t testing.TB, r *run, text string) {
+func waitLog(t testing.TB, r *runs.Run, text string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		for _, e := range r.ring.Tail(r.ring.Len()) {
+		for _, e := range r.Ring().Tail(r.Ring().Len()) {
 			if strings.Contains(e.Text, text) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.id, text, tailText(r.ring, 20))
+			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.ID(), text, tailText(r.Ring(), 20))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -336,14 +337,14 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 
 	var list runsReply
 	a.getJSON(t, "GET", "/v1/runs", 200, &list)
-	if len(list.Runs) != 1 || list.Runs[0].RunID != r.id || list.Runs[0].State != "running" {
-		t.Fatalf("GET /v1/runs = %+v, want run %s running", list.Runs, r.id)
+	if len(list.Runs) != 1 || list.Runs[0].RunID != r.ID() || list.Runs[0].State != "running" {
+		t.Fatalf("GET /v1/runs = %+v, want run %s running", list.Runs, r.ID())
 	}
 	for _, q := range []string{"?all=1", "?root=" + url.QueryEscape(a.root), "?all=true&root=" + url.QueryEscape(a.root)} {
 		var l runsReply
 		a.getJSON(t, "GET", "/v1/runs"+q, 200, &l)
-		if len(l.Runs) != 1 || l.Runs[0].RunID != r.id {
-			t.Errorf("GET /v1/runs%s = %+v, want run %s", q, l.Runs, r.id)
+		if len(l.Runs) != 1 || l.Runs[0].RunID != r.ID() {
+			t.Errorf("GET /v1/runs%s = %+v, want run %s", q, l.Runs, r.ID())
 		}
 	}
 	var other runsReply
@@ -360,9 +361,9 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 	}
 
 	var info RunInfo
-	a.getJSON(t, "GET", "/v1/runs/"+r.id, 200, &info)
-	if info.RunID != r.id || info.State != "running" || info.LogURI != "logs://run/"+r.id || info.Root != a.root || info.PID == 0 || info.AppID == "" {
-		t.Errorf("GET /v1/runs/%s = %+v", r.id, info)
+	a.getJSON(t, "GET", "/v1/runs/"+r.ID(), 200, &info)
+	if info.RunID != r.ID() || info.State != "running" || info.LogURI != "logs://run/"+r.ID() || info.Root != a.root || info.PID == 0 || info.AppID == "" {
+		t.Errorf("GET /v1/runs/%s = %+v", r.ID(), info)
 	}
 	var nf errorReply
 	a.getJSON(t, "GET", "/v1/runs/nosuchrun", 404, &nf)
@@ -372,23 +373,23 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 	a.getJSON(t, "POST", "/v1/runs/nosuchrun/stop", 404, &nf)
 	a.getJSON(t, "GET", "/v1/runs/nosuchrun/logs", 404, &nf)
 
-	resp := a.do(t, "GET", "/v1/runs/"+r.id+"/stop")
+	resp := a.do(t, "GET", "/v1/runs/"+r.ID()+"/stop")
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET .../stop = %s, want 405", resp.Status)
 	}
 
 	var stopped RunInfo
-	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	if stopped.State != "stopped" || stopped.ExitCode == nil || stopped.EndedAt.IsZero() {
 		t.Errorf("POST stop = %+v, want stopped with an exit code and an end time", stopped)
 	}
 	var again RunInfo
-	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &again)
+	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &again)
 	if !reflect.DeepEqual(stopped, again) {
 		t.Errorf("stopping a stopped run changed it: %+v, then %+v", stopped, again)
 	}
-	a.getJSON(t, "GET", "/v1/runs/"+r.id, 200, &info)
+	a.getJSON(t, "GET", "/v1/runs/"+r.ID(), 200, &info)
 	if info.State != "stopped" {
 		t.Errorf("GET after stop: state %s, want stopped", info.State)
 	}
@@ -432,9 +433,9 @@ func TestHTTPRunsLogs(t *testing.T) {
 	a := newAPIServer(t, Config{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvLines+"=20", fakeflutter.EnvTickMS+"=1")
 	waitLog(t, r, "flutter: tick 20")
-	last := r.ring.Last()
+	last := r.Ring().Last()
 
-	all := a.logs(t, r.id, "")
+	all := a.logs(t, r.ID(), "")
 	end := all[len(all)-1]
 	if end.Type != wire.LogLineEnd || end.State != "running" || end.ExitCode != nil || end.LastSeq != last {
 		t.Errorf("last line = %+v, want end of a running run at seq %d", end, last)
@@ -466,7 +467,7 @@ func TestHTTPRunsLogs(t *testing.T) {
 		{"tail=100000", 1, last},
 	}
 	for _, tt := range tests {
-		lines := a.logs(t, r.id, tt.query)
+		lines := a.logs(t, r.ID(), tt.query)
 		entries := lines[:len(lines)-1]
 		end := lines[len(lines)-1]
 		if end.Type != wire.LogLineEnd {
@@ -487,7 +488,7 @@ func TestHTTPRunsLogs(t *testing.T) {
 
 	for _, q := range []string{"after=-1", "tail=x", "follow=maybe", "since=3"} {
 		var e errorReply
-		a.getJSON(t, "GET", "/v1/runs/"+r.id+"/logs?"+q, 400, &e)
+		a.getJSON(t, "GET", "/v1/runs/"+r.ID()+"/logs?"+q, 400, &e)
 		if e.Error == "" {
 			t.Errorf("logs?%s: no error message", q)
 		}
@@ -509,13 +510,13 @@ func contains(ss []string, s string) bool {
 func TestHTTPRunsFollow(t *testing.T) {
 	a := newAPIServer(t, Config{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=20")
-	f := a.follow(t, r.id, "after=0")
-	seen := r.ring.Last()
+	f := a.follow(t, r.ID(), "after=0")
+	seen := r.Ring().Last()
 	// Lines printed after the follow began arrive live.
 	got := f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineEntry && l.Seq > seen+3 })
 
 	var stopped RunInfo
-	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	got = append(got, f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })...)
 	select {
 	case <-f.done:
@@ -527,15 +528,15 @@ func TestHTTPRunsFollow(t *testing.T) {
 	}
 	exit := got[len(got)-1]
 	last := checkContiguous(t, got, 0)
-	if exit.State != "stopped" || exit.ExitCode == nil || *exit.ExitCode != *stopped.ExitCode || exit.LastSeq != last || last != r.ring.Last() {
-		t.Errorf("exit line = %+v, want stopped, exit code %d, last_seq %d (ring %d)", exit, *stopped.ExitCode, last, r.ring.Last())
+	if exit.State != "stopped" || exit.ExitCode == nil || *exit.ExitCode != *stopped.ExitCode || exit.LastSeq != last || last != r.Ring().Last() {
+		t.Errorf("exit line = %+v, want stopped, exit code %d, last_seq %d (ring %d)", exit, *stopped.ExitCode, last, r.Ring().Last())
 	}
 	if texts := entryTexts(got); !contains(texts, "stop requested") || !strings.HasPrefix(texts[len(texts)-1], "exited:") {
 		t.Errorf("followed entries end with %q, want the stop and exit notes", texts[max(0, len(texts)-3):])
 	}
 
 	// The run has ended: a follow gets the tail and the exit line, and ends.
-	lines := a.logs(t, r.id, "follow=1&tail=2")
+	lines := a.logs(t, r.ID(), "follow=1&tail=2")
 	if len(lines) != 3 || lines[0].Seq != last-1 || lines[2].Type != wire.LogLineExit || lines[2].State != "stopped" || lines[2].LastSeq != last {
 		t.Errorf("follow of an ended run = %+v, want 2 entries and the exit line", lines)
 	}
@@ -547,15 +548,15 @@ func TestHTTPRunsHeartbeat(t *testing.T) {
 	a := newAPIServer(t, Config{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=0") // an idle app
 	waitLog(t, r, "app.devTools")               // its last event after app.started
-	f := a.follow(t, r.id, "tail=0")
+	f := a.follow(t, r.ID(), "tail=0")
 	for range 2 {
 		l := f.next(t, 10*time.Second)
-		if l.Type != wire.LogLineHeartbeat || l.LastSeq != r.ring.Last() || l.Time.IsZero() {
-			t.Fatalf("idle follow sent %+v, want a heartbeat at seq %d", l, r.ring.Last())
+		if l.Type != wire.LogLineHeartbeat || l.LastSeq != r.Ring().Last() || l.Time.IsZero() {
+			t.Fatalf("idle follow sent %+v, want a heartbeat at seq %d", l, r.Ring().Last())
 		}
 	}
 	var stopped RunInfo
-	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	got := f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })
 	if exit := got[len(got)-1]; exit.State != "stopped" {
 		t.Errorf("exit line %+v, want stopped", exit)
@@ -574,26 +575,26 @@ func TestHTTPRunsGap(t *testing.T) {
 	if err := a.db.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := a.db.LogStats(r.id)
+	stored, err := a.db.LogStats(r.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, ringFirst := r.ring.Last(), r.ring.First()
+	last, ringFirst := r.Ring().Last(), r.Ring().First()
 	if stored.FirstSeq <= 1 || stored.FirstSeq >= ringFirst || stored.LastSeq != last {
 		t.Fatalf("store holds %d..%d, ring %d..%d: want the store to hold more than the ring and less than all", stored.FirstSeq, stored.LastSeq, ringFirst, last)
 	}
 
 	for _, follow := range []string{"0", "1"} {
-		lines := a.logs(t, r.id, "tail=0&follow=0") // nothing but the end line
+		lines := a.logs(t, r.ID(), "tail=0&follow=0") // nothing but the end line
 		if len(lines) != 1 {
 			t.Fatalf("tail=0 = %+v", lines)
 		}
 		var got []ndLine
 		if follow == "1" {
-			f := a.follow(t, r.id, "after=0")
+			f := a.follow(t, r.ID(), "after=0")
 			got = f.until(t, 30*time.Second, func(l ndLine) bool { return l.Seq == last })
 		} else {
-			got = a.logs(t, r.id, "after=0")
+			got = a.logs(t, r.ID(), "after=0")
 		}
 		gap := got[0]
 		if gap.Type != wire.LogLineGap || gap.Lost != stored.FirstSeq-1 || gap.Resume != stored.FirstSeq || !strings.Contains(gap.Text, "lost") {
@@ -609,7 +610,7 @@ func TestHTTPRunsGap(t *testing.T) {
 
 	// Evicted from the ring but kept in the store: no gap.
 	after := stored.FirstSeq + 2
-	got := a.logs(t, r.id, "after="+strconv.FormatUint(after, 10))
+	got := a.logs(t, r.ID(), "after="+strconv.FormatUint(after, 10))
 	if got[0].Type != wire.LogLineEntry || got[0].Seq != after+1 {
 		t.Errorf("after=%d (in the store, not the ring): first line %+v, want entry %d", after, got[0], after+1)
 	}
@@ -630,13 +631,13 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	req, _ := http.NewRequest("GET", a.url+"/v1/runs/"+r.id+"/logs?follow=1&after=0", nil)
+	req, _ := http.NewRequest("GET", a.url+"/v1/runs/"+r.ID()+"/logs?follow=1&after=0", nil)
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
 	}
 
 	start := time.Now()
-	f := a.follow(t, r.id, "after=0")
+	f := a.follow(t, r.ID(), "after=0")
 	last := fmt.Sprintf("flutter: tick %d", lines)
 	got := f.until(t, 60*time.Second, func(l ndLine) bool { return l.Text == last })
 	t.Logf("the reading follower got %d lines (%d entries) in %s while the other was stuck", len(got), len(entryTexts(got)), time.Since(start))
@@ -652,7 +653,7 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var stopped RunInfo
-	a.getJSON(t, "POST", "/v1/runs/"+r.id+"/stop", 200, &stopped)
+	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
@@ -667,15 +668,15 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 		t.Fatalf("stalled follower got the exit line: it was not cut")
 	}
 	cursor := checkContiguous(t, stalled, 0)
-	if cursor >= r.ring.Last() {
+	if cursor >= r.Ring().Last() {
 		t.Fatalf("stalled follower got everything (seq %d): it was never stalled", cursor)
 	}
 
 	// It resumes from its cursor.
-	rest := a.logs(t, r.id, "follow=1&after="+strconv.FormatUint(cursor, 10))
+	rest := a.logs(t, r.ID(), "follow=1&after="+strconv.FormatUint(cursor, 10))
 	end := checkContiguous(t, rest, cursor)
-	if exit := lastLine(rest); exit.Type != wire.LogLineExit || exit.State != "stopped" || end != r.ring.Last() {
-		t.Errorf("resumed follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.ring.Last())
+	if exit := lastLine(rest); exit.Type != wire.LogLineExit || exit.State != "stopped" || end != r.Ring().Last() {
+		t.Errorf("resumed follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.Ring().Last())
 	}
 	t.Logf("stalled follower cut at seq %d, resumed to %d", cursor, end)
 }
@@ -684,7 +685,7 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 func TestHTTPRunsVersionHeader(t *testing.T) {
 	a := newAPIServer(t, Config{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=0")
-	resp := a.do(t, "GET", "/v1/runs/"+r.id+"/logs")
+	resp := a.do(t, "GET", "/v1/runs/"+r.ID()+"/logs")
 	defer resp.Body.Close()
 	if v := resp.Header.Get(wire.HeaderVersion); v != wire.VersionHeader() {
 		t.Errorf("%s = %q, want %q", wire.HeaderVersion, v, wire.VersionHeader())
@@ -704,7 +705,7 @@ func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	req, _ := http.NewRequest("GET", a.url+"/v1/runs/"+r.id+"/logs?follow=1&after=0", nil)
+	req, _ := http.NewRequest("GET", a.url+"/v1/runs/"+r.ID()+"/logs?follow=1&after=0", nil)
 	if err := req.Write(conn); err != nil {
 		t.Fatal(err)
 	}
@@ -716,10 +717,10 @@ func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
 	if err := a.db.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := a.db.LogStats(r.id); st.FirstSeq != 1 || st.Dropped != 0 {
+	if st, _ := a.db.LogStats(r.ID()); st.FirstSeq != 1 || st.Dropped != 0 {
 		t.Fatalf("store log %+v: want every entry kept", st)
 	}
-	if err := r.stop(context.Background()); err != nil {
+	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -739,7 +740,7 @@ func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
 		}
 	}
 	end := checkContiguous(t, got, 0)
-	if exit := lastLine(got); exit.Type != wire.LogLineExit || end != r.ring.Last() {
-		t.Errorf("follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.ring.Last())
+	if exit := lastLine(got); exit.Type != wire.LogLineExit || end != r.Ring().Last() {
+		t.Errorf("follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.Ring().Last())
 	}
 }

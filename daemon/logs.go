@@ -3,13 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/runs"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,12 +16,8 @@ import (
 // logUpdateEvery coalesces resources/updated of one log URI.
 const logUpdateEvery = 50 * time.Millisecond
 
-// defaultLogLimit bounds one page of a log read; maxLogRead bounds one
-// resources/read of a log.
-const (
-	defaultLogLimit = 500
-	maxLogRead      = 5000
-)
+// maxLogRead bounds the entries of one resources/read of a log.
+const maxLogRead = 5000
 
 // logURI names the log of a run: logs://run/{id} or logs://build/{id}
 // (builds and one-shot commands).
@@ -51,101 +46,6 @@ func parseLogURI(uri string) (kind, id string, q url.Values, err error) {
 	return u.Host, id, q, nil
 }
 
-// logQuery selects entries of a run's log.
-type logQuery struct {
-	since uint64         // entries after this seq
-	tail  int            // or only the last tail entries (after since)
-	grep  *regexp.Regexp // keep matching entries
-	limit int            // at most this many (default defaultLogLimit)
-}
-
-// logPage is the answer to a logQuery.
-type logPage struct {
-	entries     []logring.Entry // gap entries included
-	first, last uint64          // oldest and newest seq the log holds
-	next        uint64          // the since of the next page
-}
-
-// entries answers q from the ring, reaching into the store for entries
-// the ring has already evicted. A stretch that neither holds any more is
-// reported as one gap entry.
-func (r *run) entries(q logQuery) logPage {
-	limit := q.limit
-	if limit <= 0 {
-		limit = defaultLogLimit
-	}
-	page := logPage{first: r.ring.First(), last: r.ring.Last()}
-	db := r.eng.db
-	var stored store.LogMeta
-	if db != nil {
-		stored, _ = db.LogStats(r.id)
-		if stored.FirstSeq != 0 && stored.FirstSeq < page.first {
-			page.first = stored.FirstSeq
-		}
-	}
-	since := q.since
-	if q.tail > 0 && page.last > uint64(q.tail) && page.last-uint64(q.tail) > since {
-		since = page.last - uint64(q.tail)
-	}
-	var out []logring.Entry
-	// Older than the ring: read the store first, reporting any stretch it
-	// no longer holds (trimmed, or dropped under load) as a gap.
-	if ringFirst := r.ring.First(); db != nil && since+1 < ringFirst {
-		if old, err := db.Logs(r.id, since, limit); err == nil {
-			expect := since + 1
-			for _, e := range old {
-				if e.Seq >= ringFirst || len(out) >= limit {
-					break
-				}
-				if e.Seq > expect {
-					out = append(out, gapEntry(expect, e.Seq))
-				}
-				out = append(out, fromStore([]store.Entry{e})...)
-				expect = e.Seq + 1
-			}
-			since = expect - 1
-		}
-	}
-	// The ring reports a gap itself when since is still before its start.
-	if len(out) < limit {
-		ring, _ := r.ring.Since(since, limit-len(out))
-		out = append(out, ring...)
-	}
-	if q.grep != nil {
-		kept := out[:0]
-		for _, e := range out {
-			if e.Gap != nil || q.grep.MatchString(e.Text) {
-				kept = append(kept, e)
-			}
-		}
-		out = kept
-	}
-	page.next = since
-	if len(out) > 0 {
-		page.next = out[len(out)-1].Seq
-	}
-	if page.entries = out; out == nil {
-		page.entries = []logring.Entry{}
-	}
-	return page
-}
-
-// gapEntry stands for the entries from..resume-1 that are gone, in the
-// form logring uses: Seq is resume-1, so a reader resumes after it.
-func gapEntry(from, resume uint64) logring.Entry {
-	lost := resume - from
-	return logring.Entry{
-		Seq: resume - 1, Time: time.Now(), Stream: logring.Fly,
-		Text: fmt.Sprintf("… %d lines lost (no longer kept); resuming at seq %d", lost, resume),
-		Gap:  &logring.Gap{Lost: lost, Resume: resume},
-	}
-}
-
-// formatEntry is one line of a log resource's text.
-func formatEntry(e logring.Entry) string {
-	return fmt.Sprintf("%d %s %s %s", e.Seq, e.Time.Format("15:04:05.000"), e.Stream, e.Text)
-}
-
 // readLog serves resources/read of logs://run/{id} and logs://build/{id}.
 // The query takes since=SEQ, tail=N and start=&length= (a byte range over
 // the selected text).
@@ -155,7 +55,7 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	if err != nil {
 		return nil, err
 	}
-	var q logQuery
+	var q runs.Query
 	var rng byteRange
 	for k, vs := range qv {
 		n, perr := strconv.ParseInt(vs[0], 10, 64)
@@ -164,9 +64,9 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		}
 		switch k {
 		case "since":
-			q.since = uint64(n)
+			q.Since = uint64(n)
 		case "tail":
-			q.tail = int(n)
+			q.Tail = int(n)
 		case "start":
 			rng.start, rng.hasStart = n, true
 		case "length":
@@ -175,28 +75,28 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 			return nil, invalidParams("unknown query parameter %q; a log URI takes since, tail, start and length", k)
 		}
 	}
-	r, err := s.runs.get(id)
+	r, err := s.runs.Get(id)
 	if err != nil {
 		return nil, notFound(uri, err.Error())
 	}
 	// Page through what was asked for, up to maxLogRead entries; _meta's
 	// next_since continues a longer log.
 	var b strings.Builder
-	page := logPage{next: q.since}
+	page := runs.Page{Next: q.Since}
 	for n := 0; n < maxLogRead; {
-		q.limit = min(defaultLogLimit, maxLogRead-n)
-		p := r.entries(q)
-		for _, e := range p.entries {
-			b.WriteString(formatEntry(e))
+		q.Limit = min(runs.DefaultLimit, maxLogRead-n)
+		p := r.Entries(q)
+		for _, e := range p.Entries {
+			b.WriteString(runs.FormatEntry(e))
 			b.WriteByte('\n')
 		}
-		n += len(p.entries)
-		page.first, page.last, page.next = p.first, p.last, p.next
-		page.entries = append(page.entries, p.entries...)
-		if len(p.entries) == 0 || p.next >= p.last {
+		n += len(p.Entries)
+		page.First, page.Last, page.Next = p.First, p.Last, p.Next
+		page.Entries = append(page.Entries, p.Entries...)
+		if len(p.Entries) == 0 || p.Next >= p.Last {
 			break
 		}
-		q.since, q.tail = p.next, 0
+		q.Since, q.Tail = p.Next, 0
 	}
 	text := b.String()
 	total := int64(len(text))
@@ -205,15 +105,13 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	if rng.hasLength {
 		end = min(total, start+rng.length)
 	}
-	rec := r.record()
+	rec := r.Record()
 	meta := mcp.Meta{
-		"first_seq": page.first, "last_seq": page.last, "entries": len(page.entries), "next_since": page.next,
+		"first_seq": page.First, "last_seq": page.Last, "entries": len(page.Entries), "next_since": page.Next,
 		"total": total, "start": start, "length": end - start, "state": string(rec.State),
 	}
-	if db := r.eng.db; db != nil {
-		if st, err := db.LogStats(r.id); err == nil {
-			meta["stored_seq"] = st.LastSeq // what is on disk: survives a crash of flyd
-		}
+	if stored, ok := r.StoredSeq(); ok {
+		meta["stored_seq"] = stored // what is on disk: survives a crash of flyd
 	}
 	return &mcp.ReadResourceResult{
 		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text[start:end]}},
@@ -223,7 +121,7 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 
 // logResources lists the logs of the runs of root, newest first.
 func (s *Server) logResources(root string) []*mcp.Resource {
-	recs, err := s.runs.list(root)
+	recs, err := s.runs.List(root)
 	if err != nil {
 		s.log.Warn("list runs", logErr, err)
 		return nil
@@ -247,29 +145,30 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 // and the state in its title) of the sessions of its workspace, and only
 // of those: each is told once when it starts and once when it ends, not
 // at every state in between. A live run's log gets a notifier.
-func (s *Server) runChanged(r *run) {
-	live := r.record().State.Live()
+func (s *Server) runChanged(r *runs.Run) {
+	live := r.Record().State.Live()
 	s.mu.Lock()
-	_, known := s.notifying[r.id]
+	_, known := s.notifying[r.ID()]
 	if !known && live {
-		s.notifying[r.id] = true
+		s.notifying[r.ID()] = true
 		s.notifyWG.Add(1)
 		go func() { // owned by the server: ends when the run's ring closes
 			defer s.notifyWG.Done()
 			s.followLog(r)
 		}()
 	}
-	wasLive, listed := s.listed[r.id]
+	wasLive, listed := s.listed[r.ID()]
 	announce := !listed || wasLive != live
 	if live {
-		s.listed[r.id] = true
+		s.listed[r.ID()] = true
 	} else {
-		delete(s.listed, r.id)
+		delete(s.listed, r.ID())
+		s.lineCaches.Delete(r.ID())
 	}
 	var sessions []*session
 	if announce {
 		for _, sess := range s.sessions {
-			if sess.ws.root == r.root {
+			if sess.ws.root == r.Root() {
 				sessions = append(sessions, sess)
 			}
 		}
@@ -284,13 +183,13 @@ func (s *Server) runChanged(r *run) {
 
 // followLog tells subscribers of r's log that it grew, at most once per
 // logUpdateEvery, until the run's ring is closed.
-func (s *Server) followLog(r *run) {
-	uri := logURI(r.kind, r.id)
-	seen := r.ring.Last()
+func (s *Server) followLog(r *runs.Run) {
+	uri := logURI(r.Kind(), r.ID())
+	seen := r.Ring().Last()
 	for {
-		<-r.ring.Wait(seen)
-		closed := r.ring.Closed()
-		seen = r.ring.Last()
+		<-r.Ring().Wait(seen)
+		closed := r.Ring().Closed()
+		seen = r.Ring().Last()
 		s.mu.Lock()
 		var subs []*session
 		for _, sess := range s.sessions {
@@ -304,125 +203,10 @@ func (s *Server) followLog(r *run) {
 		}
 		if closed {
 			s.mu.Lock()
-			delete(s.notifying, r.id)
+			delete(s.notifying, r.ID())
 			s.mu.Unlock()
 			return
 		}
 		time.Sleep(logUpdateEvery)
-	}
-}
-
-// logTextPage is a page of a log as text lines, within a byte budget.
-type logTextPage struct {
-	lines       []string
-	from, to    uint64 // seqs of the first and last entry returned
-	first, last uint64 // the oldest and newest seq the log holds
-	next        uint64 // the since that continues after this page
-	truncated   bool   // matching entries were left out
-}
-
-// scan calls fn for each entry after since, in order, in pages, until fn
-// returns false, the log ends, ctx is done or maxLogScan entries were seen.
-// It returns the log's bounds and the last seq it saw.
-func (r *run) scan(ctx context.Context, since uint64, fn func(logring.Entry) bool) (first, last, seen uint64) {
-	seen = since
-	for n := 0; n < maxLogScan && ctx.Err() == nil; {
-		p := r.entries(logQuery{since: since, limit: defaultLogLimit})
-		first, last = p.first, p.last
-		for _, e := range p.entries {
-			seen = e.Seq
-			if !fn(e) {
-				return first, last, seen
-			}
-		}
-		n += len(p.entries)
-		if len(p.entries) == 0 || p.next <= since || p.next >= p.last {
-			break
-		}
-		since = p.next
-	}
-	return first, last, seen
-}
-
-func matches(grep *regexp.Regexp, e logring.Entry) bool {
-	return grep == nil || e.Gap != nil || grep.MatchString(e.Text)
-}
-
-// forwardPage returns the entries after since, oldest first, as many as
-// fit in budget (and at most max when max > 0).
-func (r *run) forwardPage(ctx context.Context, since uint64, grep *regexp.Regexp, budget, max int) logTextPage {
-	var pg logTextPage
-	used := 0
-	pg.first, pg.last, pg.next = r.scan(ctx, since, func(e logring.Entry) bool {
-		if !matches(grep, e) {
-			return true
-		}
-		line := formatEntry(e)
-		if used+len(line)+1 > budget || (max > 0 && len(pg.lines) == max) {
-			pg.truncated = true
-			return false
-		}
-		used += len(line) + 1
-		pg.lines = append(pg.lines, line)
-		if len(pg.lines) == 1 {
-			pg.from = e.Seq
-		}
-		pg.to = e.Seq
-		return true
-	})
-	if pg.truncated {
-		pg.next = pg.to
-	}
-	return pg
-}
-
-// backwardPage returns the newest entries before before (0: the newest
-// of all), as many as fit in budget (and at most max when max > 0), in
-// order. It reads a window back from the end and widens it until the
-// page is full or the log's start is reached.
-func (r *run) backwardPage(ctx context.Context, before uint64, grep *regexp.Regexp, budget, max int) logTextPage {
-	var pg logTextPage
-	upper := r.ring.Last()
-	if before > 0 {
-		upper = min(upper, before-1)
-	}
-	type item struct {
-		seq  uint64
-		line string
-	}
-	for window := uint64(256); ; window *= 4 {
-		lo := uint64(0)
-		if upper > window {
-			lo = upper - window
-		}
-		var got []item
-		pg.first, pg.last, _ = r.scan(ctx, lo, func(e logring.Entry) bool {
-			if e.Seq > upper {
-				return false
-			}
-			if matches(grep, e) {
-				got = append(got, item{e.Seq, formatEntry(e)})
-			}
-			return true
-		})
-		// Keep the newest that fit.
-		used, i := 0, len(got)
-		for i > 0 && (max <= 0 || len(got)-i < max) && used+len(got[i-1].line)+1 <= budget {
-			used += len(got[i-1].line) + 1
-			i--
-		}
-		full := i > 0 || (max > 0 && len(got) >= max)
-		atStart := lo == 0 || lo < pg.first
-		if full || atStart || window*4 > maxLogScan || ctx.Err() != nil {
-			pg.truncated = i > 0 || (!atStart && !full)
-			for _, it := range got[i:] {
-				pg.lines = append(pg.lines, it.line)
-			}
-			if len(got) > i {
-				pg.from, pg.to = got[i].seq, got[len(got)-1].seq
-			}
-			pg.next = upper
-			return pg
-		}
 	}
 }

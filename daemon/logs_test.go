@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/fly-dev/fly/daemon/runs"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,19 +25,19 @@ func TestEntriesStitchStoreAndRing(t *testing.T) {
 	if err := a.db.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stored, _ := a.db.LogStats(r.id)
-	last := r.ring.Last()
+	stored, _ := a.db.LogStats(r.ID())
+	last := r.Ring().Last()
 
 	for _, limit := range []int{1000, 7} { // one page, and many small ones
 		var got []uint64
 		var gaps int
 		since := uint64(0)
 		for since < last {
-			page := r.entries(logQuery{since: since, limit: limit})
-			if len(page.entries) == 0 {
+			page := r.Entries(runs.Query{Since: since, Limit: limit})
+			if len(page.Entries) == 0 {
 				t.Fatalf("limit %d: empty page after seq %d of %d", limit, since, last)
 			}
-			for _, e := range page.entries {
+			for _, e := range page.Entries {
 				if e.Gap != nil {
 					gaps++
 					if e.Gap.Resume != stored.FirstSeq || e.Gap.Lost != stored.FirstSeq-1 {
@@ -46,7 +47,7 @@ func TestEntriesStitchStoreAndRing(t *testing.T) {
 				}
 				got = append(got, e.Seq)
 			}
-			since = page.next
+			since = page.Next
 		}
 		if gaps != 1 {
 			t.Errorf("limit %d: %d gap entries, want 1", limit, gaps)
@@ -72,12 +73,12 @@ func TestLogPagesWithinBudget(t *testing.T) {
 	ctx := t.Context()
 	const budget = 16 << 10
 
-	newest := r.backwardPage(ctx, 0, nil, budget, 0)
-	if n := len(strings.Join(newest.lines, "\n")); n > budget || n < budget/2 {
+	newest := r.BackwardPage(ctx, 0, nil, budget, 0)
+	if n := len(strings.Join(newest.Lines, "\n")); n > budget || n < budget/2 {
 		t.Errorf("default page holds %d bytes, want most of the %d budget", n, budget)
 	}
-	if !newest.truncated || !strings.Contains(newest.lines[len(newest.lines)-1]+newest.lines[len(newest.lines)-2], "tick 3000") {
-		t.Errorf("default page: truncated %v, last lines %q, want the newest entries and truncated", newest.truncated, newest.lines[len(newest.lines)-2:])
+	if !newest.Truncated || !strings.Contains(newest.Lines[len(newest.Lines)-1]+newest.Lines[len(newest.Lines)-2], "tick 3000") {
+		t.Errorf("default page: truncated %v, last lines %q, want the newest entries and truncated", newest.Truncated, newest.Lines[len(newest.Lines)-2:])
 	}
 
 	collect := func(lines []string, into map[uint64]int) {
@@ -93,29 +94,29 @@ func TestLogPagesWithinBudget(t *testing.T) {
 	back := map[uint64]int{}
 	pg := newest
 	for pages := 0; ; pages++ {
-		collect(pg.lines, back)
-		if !pg.truncated {
+		collect(pg.Lines, back)
+		if !pg.Truncated {
 			break
 		}
 		if pages > 1000 {
 			t.Fatal("paging back does not end")
 		}
-		pg = r.backwardPage(ctx, pg.from, nil, budget, 0)
+		pg = r.BackwardPage(ctx, pg.From, nil, budget, 0)
 	}
 	fwd := map[uint64]int{}
 	since := uint64(0)
 	for pages := 0; ; pages++ {
-		pg := r.forwardPage(ctx, since, nil, budget, 0)
-		collect(pg.lines, fwd)
-		if !pg.truncated {
+		pg := r.ForwardPage(ctx, since, nil, budget, 0)
+		collect(pg.Lines, fwd)
+		if !pg.Truncated {
 			break
 		}
 		if pages > 1000 {
 			t.Fatal("paging forward does not end")
 		}
-		since = pg.next
+		since = pg.Next
 	}
-	last := r.ring.Last()
+	last := r.Ring().Last()
 	for seq := uint64(1); seq <= last; seq++ {
 		if back[seq] != 1 || fwd[seq] != 1 {
 			t.Fatalf("seq %d returned %d times paging back, %d paging forward; want once each", seq, back[seq], fwd[seq])
@@ -123,8 +124,8 @@ func TestLogPagesWithinBudget(t *testing.T) {
 	}
 
 	grep := regexp.MustCompile(`tick 1\d\d\d$`)
-	g := r.backwardPage(ctx, 0, grep, budget, 5)
-	if len(g.lines) != 5 || !strings.HasSuffix(g.lines[4], "tick 1999") || !g.truncated {
-		t.Errorf("grep with tail 5 = %q (truncated %v), want ticks 1995..1999", g.lines, g.truncated)
+	g := r.BackwardPage(ctx, 0, grep, budget, 5)
+	if len(g.Lines) != 5 || !strings.HasSuffix(g.Lines[4], "tick 1999") || !g.Truncated {
+		t.Errorf("grep with tail 5 = %q (truncated %v), want ticks 1995..1999", g.Lines, g.Truncated)
 	}
 }

@@ -367,7 +367,7 @@ func (s *Server) recentSessions(w *workspace) []SessionInfo {
 		out = append(out, sess.info())
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return b.Since.Compare(a.Since) })
-	if db := s.runs.db; db != nil {
+	if db := s.db; db != nil {
 		ended, err := db.Sessions(w.root, maxRecentSessions)
 		if err == nil {
 			for _, e := range ended {
@@ -432,11 +432,11 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		r, err := s.runs.get(id)
+		r, err := s.runs.Get(id)
 		if err != nil {
 			return "", notFound(uri, err.Error())
 		}
-		return logURI(r.kind, r.id), nil
+		return logURI(r.Kind(), r.ID()), nil
 	}
 	rel, _, err := parseWorkspaceURI(uri)
 	if err != nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/runs"
 	"net/url"
 	"slices"
 	"strconv"
@@ -195,7 +196,7 @@ func (p prompts) facts(req *mcp.GetPromptRequest) (projectFacts, error) {
 	if err != nil {
 		return projectFacts{}, err
 	}
-	f := projectFacts{root: sess.ws.root, liveRuns: p.s.runs.countLive(sess.ws.root, store.KindRun)}
+	f := projectFacts{root: sess.ws.root, liveRuns: p.s.runs.LiveIDs(sess.ws.root, store.KindRun)}
 	if o, err := p.s.overview(sess.ws); err == nil && o != nil {
 		f.hasPubspec, f.name, f.hasTests = o.HasPubspec, o.Name, o.HasTests
 		for _, d := range slices.Concat(o.Dependencies, o.DevDependencies) {
@@ -598,15 +599,15 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 			return nil, err
 		}
 	}
-	r, err := p.s.runs.get(id)
+	r, err := p.s.runs.Get(id)
 	if err != nil {
 		return nil, invalidParams("prompt debug_run: %v", err)
 	}
-	rec := r.record()
-	page := r.entries(logQuery{tail: tail, limit: tail + 1})
+	rec := r.Record()
+	page := r.Entries(runs.Query{Tail: tail, Limit: tail + 1})
 	var log strings.Builder
-	for _, e := range page.entries {
-		log.WriteString(formatEntry(e))
+	for _, e := range page.Entries {
+		log.WriteString(runs.FormatEntry(e))
 		log.WriteByte('\n')
 	}
 	uri := logURI(rec.Kind, rec.ID)
@@ -614,7 +615,7 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 	var b strings.Builder
 	fmt.Fprintf(&b, "Diagnose the %s %s of this workspace from its log, embedded below (the last %d entries of %s; one line per entry: seq, time, stream, text; "+
 		"stream is stdout, stderr, event for flutter --machine events, or fly for flyd's own notes).\n\n",
-		rec.Kind, rec.ID, len(page.entries), uri)
+		rec.Kind, rec.ID, len(page.Entries), uri)
 	fmt.Fprintf(&b, "Command: %s\nState: %s", strings.Join(rec.Argv, " "), rec.State)
 	if rec.ExitCode != nil {
 		fmt.Fprintf(&b, ", exit code %d", *rec.ExitCode)
@@ -629,9 +630,9 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 		"2. Read the source it points to as workspace:///<path> resources (and the surrounding code), and explain the cause in one or two sentences.\n" +
 		"3. Fix the cause in the code (not the symptom: no blanket try/catch, no ignored errors). If it is an environment problem (SDK, device, signing, dependencies), say what the user must do instead.\n")
 	switch {
-	case r.live() && rec.Kind == store.KindRun:
+	case r.Live() && rec.Kind == store.KindRun:
 		fmt.Fprintf(&b, "4. The app is still running: after the fix call flutter_hot_reload with run_id %s (flutter_hot_restart if you changed main(), initState or global state), "+
-			"then read %s?since=%d for the lines after this log and check the error is gone.\n", rec.ID, uri, page.last)
+			"then read %s?since=%d for the lines after this log and check the error is gone.\n", rec.ID, uri, page.Last)
 	case rec.Kind == store.KindRun:
 		b.WriteString("4. The run has ended: after the fix start the app again with flutter_run and read the new run's log to check the error is gone.\n")
 	default:
@@ -652,7 +653,7 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 
 // newestRun is the id of the newest run or build of root.
 func (p prompts) newestRun(root string) (string, error) {
-	recs, err := p.s.runs.list(root)
+	recs, err := p.s.runs.List(root)
 	if err != nil {
 		return "", err
 	}

@@ -203,7 +203,7 @@ func TestPromptDebugRun(t *testing.T) {
 	a := newAPIServer(t, Config{}, store.Options{}, false)
 	cs := inProcess(a.s)(t, "debugger", a.root, nil)
 	old := a.start(t, fakeflutter.EnvTickMS+"=0")
-	if err := old.stop(context.Background()); err != nil {
+	if err := old.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r := a.start(t, fakeflutter.EnvLines+"=5", fakeflutter.EnvTickMS+"=1")
@@ -217,7 +217,7 @@ func TestPromptDebugRun(t *testing.T) {
 		t.Fatalf("debug_run has %d messages, want the instructions and the log", len(res.Messages))
 	}
 	text := promptText(res)
-	for _, w := range []string{r.id, "State: running", "flutter_hot_reload with run_id " + r.id, "logs://run/" + r.id + "?since=", "workspace:///"} {
+	for _, w := range []string{r.ID(), "State: running", "flutter_hot_reload with run_id " + r.ID(), "logs://run/" + r.ID() + "?since=", "workspace:///"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("debug_run text lacks %q:\n%s", w, text)
 		}
@@ -226,8 +226,8 @@ func TestPromptDebugRun(t *testing.T) {
 	if !ok || res.Messages[1].Role != "user" {
 		t.Fatalf("second message = %T %s, want an embedded resource from the user", res.Messages[1].Content, res.Messages[1].Role)
 	}
-	if er.Resource.URI != "logs://run/"+r.id+"?tail=200" || er.Resource.MIMEType != "text/plain" {
-		t.Errorf("embedded resource %s (%s), want logs://run/%s?tail=200 text/plain", er.Resource.URI, er.Resource.MIMEType, r.id)
+	if er.Resource.URI != "logs://run/"+r.ID()+"?tail=200" || er.Resource.MIMEType != "text/plain" {
+		t.Errorf("embedded resource %s (%s), want logs://run/%s?tail=200 text/plain", er.Resource.URI, er.Resource.MIMEType, r.ID())
 	}
 	for _, w := range []string{"started: flutter run --machine", "stdout flutter: tick 1", "stdout flutter: tick 5", "event app.started"} {
 		if !strings.Contains(er.Resource.Text, w) {
@@ -236,14 +236,14 @@ func TestPromptDebugRun(t *testing.T) {
 	}
 
 	// The older, stopped run by id, with a short tail.
-	res, err = getPrompt(t, cs, "debug_run", map[string]string{"run_id": old.id, "tail": "2"})
+	res, err = getPrompt(t, cs, "debug_run", map[string]string{"run_id": old.ID(), "tail": "2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	er = res.Messages[1].Content.(*mcp.EmbeddedResource)
 	lines := strings.Split(strings.TrimSuffix(er.Resource.Text, "\n"), "\n")
-	if er.Resource.URI != "logs://run/"+old.id+"?tail=2" || len(lines) != 2 || !strings.Contains(lines[1], "exited:") {
-		t.Errorf("debug_run of %s tail=2 embeds %s:\n%s", old.id, er.Resource.URI, er.Resource.Text)
+	if er.Resource.URI != "logs://run/"+old.ID()+"?tail=2" || len(lines) != 2 || !strings.Contains(lines[1], "exited:") {
+		t.Errorf("debug_run of %s tail=2 embeds %s:\n%s", old.ID(), er.Resource.URI, er.Resource.Text)
 	}
 	if text := promptText(res); !strings.Contains(text, "State: stopped") || !strings.Contains(text, "start the app again with flutter_run") {
 		t.Errorf("debug_run of a stopped run:\n%s", text)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/runs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stop()
-	defer s.runs.closeAll()
+	defer s.runs.Close()
 	root := b.TempDir()
 
 	var flyd, bare time.Duration
@@ -47,8 +48,8 @@ func BenchmarkIngest(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		r, err := s.runs.start(context.Background(), startSpec{kind: store.KindRun, root: root, args: []string{"run", "--machine"},
-			env: map[string]string{"FLY_TEST_HELPER": "flutter", fakeflutter.EnvLinesPerSec: "0", fakeflutter.EnvLines: fmt.Sprint(benchIngestLines)}})
+		r, err := s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: root, Args: []string{"run", "--machine"},
+			Env: map[string]string{"FLY_TEST_HELPER": "flutter", fakeflutter.EnvLinesPerSec: "0", fakeflutter.EnvLines: fmt.Sprint(benchIngestLines)}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,10 +63,10 @@ func BenchmarkIngest(b *testing.B) {
 		}
 		cancel()
 		flyd += time.Since(start)
-		meta, _ := db.LogStats(r.id)
+		meta, _ := db.LogStats(r.ID())
 		persisted += meta.LastSeq - meta.Dropped
 		dropped += meta.Dropped
-		_ = r.stop(context.Background())
+		_ = r.Stop(context.Background())
 
 		bare += bareIngest(b, filepath.Join(dir, fmt.Sprintf("bare%d.db", i)), int(meta.LastSeq))
 		bareN += meta.LastSeq
@@ -79,8 +80,8 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(float64(dropped)/n, "dropped/op")
 }
 
-func lastText(r *run) string {
-	t := r.ring.Tail(4)
+func lastText(r *runs.Run) string {
+	t := r.Ring().Tail(4)
 	for i := len(t) - 1; i >= 0; i-- {
 		if t[i].Stream == "stdout" {
 			return t[i].Text

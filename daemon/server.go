@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/runs"
 	"log/slog"
 	"maps"
 	"net"
@@ -103,9 +104,11 @@ type Server struct {
 	ws      *workspaces
 	started time.Time
 
-	runs *runEngine
+	runs *runs.Engine
+	db   *store.DB // sessions and status; the runs engine has its own use of it
 
 	followersCut atomic.Int64 // log followers cut for missing a write deadline
+	lineCaches   sync.Map     // run id → *lineCache: a live run's NDJSON lines, shared by its HTTP followers
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -121,7 +124,8 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool)}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
-	s.runs = newRunEngine(cfg, cfg.Log, s.runChanged)
+	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes},
+		cfg.Log, s.runChanged)
 	s.mcp = s.newMCPServer()
 	return s
 }
@@ -209,7 +213,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) shutdown(hs *http.Server) {
 	// Runs first: no app outlives its daemon, and log followers get their
 	// exit line and end, so the HTTP shutdown below need not wait for them.
-	s.runs.closeAll()
+	s.runs.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(ctx) // stops accepting; hijacked WebSockets are ours to close
@@ -254,7 +258,8 @@ const sessionCloseBudget = 3 * time.Second
 // startStore hands db to the runs engine and runs its writer. The returned
 // function stops the writer, waits for it and closes the file.
 func (s *Server) startStore(db *store.DB, marksPath string) (stop func(), err error) {
-	if err := s.runs.open(db, marksPath); err != nil {
+	s.db = db
+	if err := s.runs.Open(db, marksPath); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -272,7 +277,6 @@ func (s *Server) startStore(db *store.DB, marksPath string) (stop func(), err er
 		if err := db.Close(); err != nil {
 			s.log.Error("close store", logErr, err)
 		}
-		s.runs.marks.close()
 	}, nil
 }
 
@@ -374,7 +378,7 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
 	}
 	w.mu.Unlock()
-	if db := s.runs.db; db != nil {
+	if db := s.db; db != nil {
 		// store.Session has SessionInfo's fields: the conversion fails to
 		// compile if they drift apart.
 		if err := db.PutSession(store.Session(info)); err != nil {
@@ -413,17 +417,15 @@ func (s *Server) status() Status {
 		Workspaces: []WorkspaceStatus{},
 		Runs:       []RunInfo{},
 	}
-	if db := s.runs.db; db != nil {
+	if db := s.db; db != nil {
 		st.DBBytes, _ = db.Size()
 		if r := db.Recovery(); r != "" {
 			st.Notices = append(st.Notices, r)
 		}
 	}
-	s.runs.mu.Lock()
-	for _, r := range s.runs.liveLocked() {
-		st.Runs = append(st.Runs, runInfo(r.record()))
+	for _, r := range s.runs.Live() {
+		st.Runs = append(st.Runs, runInfo(r.Record()))
 	}
-	s.runs.mu.Unlock()
 	slices.SortFunc(st.Runs, func(a, b RunInfo) int { return cmpString(a.RunID, b.RunID) })
 	s.mu.Lock()
 	for _, sess := range s.sessions {

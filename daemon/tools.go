@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fly-dev/fly/daemon/runs"
 	"os"
 	"path"
 	"path/filepath"
@@ -198,41 +199,33 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	if p.Device != "" {
 		args = append([]string{"-d", p.Device}, args...)
 	}
-	eng := t.s.runs
-	if live := eng.countLive(sess.ws.root, store.KindRun); len(live) >= t.s.cfg.MaxRuns {
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindRun, Root: sess.ws.root, Env: sess.env, Max: t.s.cfg.MaxRuns,
+		Args: append(append([]string{"run", "--machine"}, args...), p.Args...)})
+	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
 		return nil, runResult{}, fmt.Errorf("%d runs are already live in this workspace (%s): stop one with flutter_stop, or start flyd with a higher --max-runs",
-			len(live), strings.Join(live, ", "))
+			le.Max, strings.Join(le.Live, ", "))
 	}
-	r, err := eng.start(ctx, startSpec{kind: store.KindRun, root: sess.ws.root, env: sess.env,
-		args: append(append([]string{"run", "--machine"}, args...), p.Args...)})
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	report := progress(ctx, req)
-	r.mu.Lock()
-	r.progress = report
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.progress = nil
-		r.mu.Unlock()
-	}()
+	r.SetProgress(progress(ctx, req))
+	defer r.SetProgress(nil)
 
 	wait, cancel := context.WithTimeout(ctx, t.s.cfg.RunStartTimeout)
 	defer cancel()
 	select {
-	case <-r.started:
+	case <-r.Started():
 	case <-wait.Done():
 	}
-	rec := r.record()
+	rec := r.Record()
 	res := runResult{RunID: rec.ID, AppID: rec.AppID, State: string(rec.State), LogURI: logURI(rec.Kind, rec.ID),
 		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI}
 	switch {
-	case rec.State == stateRunning:
+	case rec.State == store.StateRunning:
 		res.Message = "the app is running; hot-reload it with flutter_hot_reload, read its log at " + res.LogURI
 		return nil, res, nil
-	case !r.live():
-		return nil, res, fmt.Errorf("flutter run failed (%s): %s\nlast lines of %s:\n%s", rec.State, rec.Error, res.LogURI, tailText(r.ring, 30))
+	case !r.Live():
+		return nil, res, fmt.Errorf("flutter run failed (%s): %s\nlast lines of %s:\n%s", rec.State, rec.Error, res.LogURI, tailText(r.Ring(), 30))
 	}
 	res.Message = "the app has not started yet; it keeps building in flyd: follow " + res.LogURI
 	return nil, res, nil
@@ -257,36 +250,23 @@ func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runID
 }
 
 func (t tools) restart(ctx context.Context, id string, full bool) (*mcp.CallToolResult, restartResult, error) {
-	r, err := t.s.runs.get(id)
+	r, err := t.s.runs.Get(id)
 	if err != nil {
 		return nil, restartResult{}, err
 	}
-	rec := r.record()
+	res, err := r.Restart(ctx, full)
+	rec := r.Record()
 	switch {
-	case rec.Kind != store.KindRun:
-		return nil, restartResult{}, fmt.Errorf("%s is a %s, not a flutter run", id, rec.Kind)
-	case !r.live():
+	case errors.Is(err, runs.ErrRunEnded):
 		return nil, restartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
-	case rec.AppID == "" || rec.State != stateRunning:
-		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, errNotStarted, logURI(rec.Kind, id))
+	case errors.Is(err, runs.ErrNotStarted):
+		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, logURI(rec.Kind, id))
+	case err != nil:
+		return nil, restartResult{}, err
 	}
 	what := "hot reload"
 	if full {
 		what = "hot restart"
-	}
-	r.note(what + " requested")
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
-	if err != nil {
-		return nil, restartResult{}, fmt.Errorf("%s of run %s: %w", what, id, err)
-	}
-	if m.Error != "" {
-		return nil, restartResult{}, fmt.Errorf("%s of run %s: flutter says: %s", what, id, m.Error)
-	}
-	var res machineRestartResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		return nil, restartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what, id, m.Result)
 	}
 	out := restartResult{RunID: id, Code: res.Code, Message: res.Message}
 	if res.Code != 0 {
@@ -303,14 +283,14 @@ type stopResult struct {
 }
 
 func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, stopResult, error) {
-	r, err := t.s.runs.get(p.RunID)
+	r, err := t.s.runs.Get(p.RunID)
 	if err != nil {
 		return nil, stopResult{}, err
 	}
-	if err := r.stop(ctx); err != nil {
+	if err := r.Stop(ctx); err != nil {
 		return nil, stopResult{}, err
 	}
-	rec := r.record()
+	rec := r.Record()
 	return nil, stopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode}, nil
 }
 
@@ -347,32 +327,29 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	if err != nil {
 		return nil, buildResult{}, err
 	}
-	if live := t.s.runs.countLive(sess.ws.root, store.KindBuild); len(live) >= t.s.cfg.MaxBuilds {
-		return nil, buildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
-			len(live), strings.Join(live, ", "))
-	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.cfg.BuildTimeout)
 	defer cancel()
-	r, err := t.s.runs.start(ctx, startSpec{kind: store.KindBuild, root: sess.ws.root, env: sess.env,
-		args: append([]string{"build", sub}, args...)})
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindBuild, Root: sess.ws.root, Env: sess.env, Max: t.s.cfg.MaxBuilds,
+		Args: append([]string{"build", sub}, args...)})
+	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
+		return nil, buildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
+			le.Max, strings.Join(le.Live, ", "))
+	}
 	if err != nil {
 		return nil, buildResult{}, err
 	}
-	report := progress(ctx, req)
-	r.mu.Lock()
-	r.progress = report
-	r.mu.Unlock()
-	<-r.done
-	rec := r.record()
+	r.SetProgress(progress(ctx, req))
+	<-r.Done()
+	rec := r.Record()
 	res := buildResult{BuildID: rec.ID, State: string(rec.State), LogURI: logURI(rec.Kind, rec.ID)}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
-	if rec.State == stateExited {
-		res.ArtifactPath = artifactPath(sess.ws.root, r.ring)
+	if rec.State == store.StateExited {
+		res.ArtifactPath = artifactPath(sess.ws.root, r.Ring())
 		return nil, res, nil
 	}
-	for _, e := range r.ring.Tail(30) {
+	for _, e := range r.Ring().Tail(30) {
 		res.LogTail = append(res.LogTail, e.Text)
 	}
 	why := fmt.Sprintf("flutter build %s failed (%s)", sub, rec.State)
@@ -402,18 +379,18 @@ func artifactPath(root string, ring *logring.Ring) string {
 }
 
 // oneShot runs a short flutter command as a "tool" run and waits for it.
-func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout time.Duration, args ...string) (*run, error) {
+func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout time.Duration, args ...string) (*runs.Run, error) {
 	sess, err := t.call(req)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := t.s.runs.start(ctx, startSpec{kind: store.KindTool, root: sess.ws.root, env: sess.env, args: args})
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindTool, Root: sess.ws.root, Env: sess.env, Args: args})
 	if err != nil {
 		return nil, err
 	}
-	<-r.done
+	<-r.Done()
 	return r, nil
 }
 
@@ -440,9 +417,9 @@ func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams
 	if err != nil {
 		return nil, devicesResult{}, err
 	}
-	res := devicesResult{Devices: []device{}, LogURI: logURI(store.KindTool, r.id)}
+	res := devicesResult{Devices: []device{}, LogURI: logURI(store.KindTool, r.ID())}
 	var out strings.Builder
-	for _, e := range r.ring.Tail(r.ring.Len()) {
+	for _, e := range r.Ring().Tail(r.Ring().Len()) {
 		if e.Stream == logring.Stdout {
 			out.WriteString(e.Text + "\n")
 		}
@@ -453,8 +430,8 @@ func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams
 			return nil, res, nil
 		}
 	}
-	rec := r.record()
-	return nil, res, fmt.Errorf("flutter devices --machine (%s) printed no device list; see %s:\n%s", rec.State, res.LogURI, tailText(r.ring, 20))
+	rec := r.Record()
+	return nil, res, fmt.Errorf("flutter devices --machine (%s) printed no device list; see %s:\n%s", rec.State, res.LogURI, tailText(r.Ring(), 20))
 }
 
 type doctorResult struct {
@@ -468,8 +445,8 @@ func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams)
 	if err != nil {
 		return nil, doctorResult{}, err
 	}
-	rec := r.record()
-	res := doctorResult{Report: outputText(r.ring, defaultTextBudget), LogURI: logURI(store.KindTool, r.id)}
+	rec := r.Record()
+	res := doctorResult{Report: outputText(r.Ring(), defaultTextBudget), LogURI: logURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -518,13 +495,13 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 	if err != nil {
 		return nil, createResult{}, err
 	}
-	rec := r.record()
-	res := createResult{Directory: filepath.Join(sess.ws.root, filepath.FromSlash(dir)), LogURI: logURI(store.KindTool, r.id)}
+	rec := r.Record()
+	res := createResult{Directory: filepath.Join(sess.ws.root, filepath.FromSlash(dir)), LogURI: logURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
 	if res.ExitCode != 0 {
-		return nil, res, fmt.Errorf("flutter create failed (%s):\n%s", rec.State, tailText(r.ring, 20))
+		return nil, res, fmt.Errorf("flutter create failed (%s):\n%s", rec.State, tailText(r.Ring(), 20))
 	}
 	return nil, res, nil
 }
@@ -546,7 +523,7 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	if p.All {
 		root = ""
 	}
-	recs, err := t.s.runs.list(root)
+	recs, err := t.s.runs.List(root)
 	if err != nil {
 		return nil, runsListResult{}, err
 	}
@@ -584,8 +561,6 @@ type logsReadResult struct {
 const (
 	defaultTextBudget = 16 << 10
 	maxTextBudget     = 256 << 10
-	// maxLogScan bounds the entries one logs_read looks at for a grep.
-	maxLogScan = 100_000
 )
 
 // logsRead returns a page of a run's log as plain text, one entry per
@@ -619,30 +594,30 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 		}
 		grep = re
 	}
-	r, err := t.s.runs.get(id)
+	r, err := t.s.runs.Get(id)
 	if err != nil {
 		return nil, logsReadResult{}, err
 	}
-	var pg logTextPage
+	var pg runs.TextPage
 	if p.Since != nil {
-		pg = r.forwardPage(ctx, *p.Since, grep, budget, p.Tail)
+		pg = r.ForwardPage(ctx, *p.Since, grep, budget, p.Tail)
 	} else {
-		pg = r.backwardPage(ctx, p.Before, grep, budget, p.Tail)
+		pg = r.BackwardPage(ctx, p.Before, grep, budget, p.Tail)
 	}
-	res := logsReadResult{RunID: id, State: string(r.record().State), FirstSeq: pg.first, LastSeq: pg.last,
-		Entries: len(pg.lines), NextSince: pg.next, Truncated: pg.truncated}
-	if len(pg.lines) > 0 {
-		res.FromSeq, res.ToSeq = pg.from, pg.to
+	res := logsReadResult{RunID: id, State: string(r.Record().State), FirstSeq: pg.First, LastSeq: pg.Last,
+		Entries: len(pg.Lines), NextSince: pg.Next, Truncated: pg.Truncated}
+	if len(pg.Lines) > 0 {
+		res.FromSeq, res.ToSeq = pg.From, pg.To
 	}
-	text := strings.Join(pg.lines, "\n")
-	if len(pg.lines) == 0 {
+	text := strings.Join(pg.Lines, "\n")
+	if len(pg.Lines) == 0 {
 		text = "(no entries)"
 	}
-	if pg.truncated {
+	if pg.Truncated {
 		if p.Since != nil {
-			text += fmt.Sprintf("\n… more entries follow: call again with since=%d", pg.next)
+			text += fmt.Sprintf("\n… more entries follow: call again with since=%d", pg.Next)
 		} else {
-			text = fmt.Sprintf("… older entries left out: call again with before=%d\n", pg.from) + text
+			text = fmt.Sprintf("… older entries left out: call again with before=%d\n", pg.From) + text
 		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil

@@ -1,4 +1,11 @@
-package daemon
+// Package runs owns the flutter processes flyd starts (flutter run
+// --machine, flutter build, one-shot commands): their process groups, the
+// --machine protocol, their log rings, their records and persisted logs in
+// the store, limits per workspace, and what happens to them when flyd
+// stops or crashes. It speaks flutter, not MCP: it does not import the
+// go-sdk or the daemon, and nothing outside it takes its locks or reads
+// its runs from the store.
+package runs
 
 import (
 	"bufio"
@@ -50,17 +57,30 @@ const crashSeqJump = 1 << 14
 // flagged, and the rest of the line is skipped without being buffered.
 const maxLine = 8 << 10
 
+// Errors a caller may branch on.
 var (
-	errNoFlutter  = errors.New("flutter not found")
-	errRunEnded   = errors.New("the run has ended")
-	errNoSuchRun  = errors.New("no such run")
-	errNotStarted = errors.New("the app has not started yet")
+	ErrNoFlutter  = errors.New("flutter not found")
+	ErrRunEnded   = errors.New("the run has ended")
+	ErrNoSuchRun  = errors.New("no such run")
+	ErrNotStarted = errors.New("the app has not started yet")
+	ErrClosed     = errors.New("flyd is shutting down")
 )
 
-// runEngine owns every flutter process flyd starts, their log rings and
+// Config is what the engine is told at start. Zero values mean the
+// defaults of flyd's flags.
+type Config struct {
+	Flutter     string        // the flutter executable; default: "flutter" on each session's PATH
+	StopGrace   time.Duration // wait after app.stop and after SIGTERM (default 5s)
+	RingEntries int           // log ring bound per run, entries (default 1000)
+	RingBytes   int           // log ring bound per run, bytes of text (default 100 KiB)
+}
+
+const logErr = "error"
+
+// Engine owns every flutter process flyd starts, their log rings and
 // their records. Processes live on the engine, not on the call that
 // started them: close stops them all and waits for their goroutines.
-type runEngine struct {
+type Engine struct {
 	cfg   Config
 	log   *slog.Logger
 	db    *store.DB
@@ -68,21 +88,22 @@ type runEngine struct {
 
 	// changed is told about every state change of a run, and logged about
 	// new entries through the ring itself.
-	changed func(r *run)
+	changed func(r *Run)
 
-	mu     sync.Mutex
-	runs   map[string]*run // in memory: started since flyd started, or loaded from the store
-	closed bool
-	wg     sync.WaitGroup // process, reader and notifier goroutines
+	mu       sync.Mutex
+	runs     map[string]*Run // in memory: started since flyd started, or loaded from the store
+	reserved map[string]int  // runs being started, by root and kind: they count against Spec.Max
+	closed   bool
+	wg       sync.WaitGroup // process, reader and notifier goroutines
 }
 
 // run is one flutter process (or a finished one loaded from the store).
-type run struct {
+type Run struct {
 	id   string
 	kind store.Kind
 	root string
 	ring *logring.Ring
-	eng  *runEngine
+	eng  *Engine
 
 	mu        sync.Mutex
 	rec       store.Run
@@ -96,26 +117,17 @@ type run struct {
 
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
-
-	linesOnce sync.Once
-	lines     *lineCache // NDJSON lines shared by HTTP followers; see encoded
 }
 
-// encoded returns the run's cache of encoded log lines, made on first use.
-func (r *run) encoded() *lineCache {
-	r.linesOnce.Do(func() { r.lines = new(lineCache) })
-	return r.lines
+func New(cfg Config, log *slog.Logger, changed func(*Run)) *Engine {
+	return &Engine{cfg: cfg, log: log, changed: changed, runs: make(map[string]*Run), reserved: make(map[string]int)}
 }
 
-func newRunEngine(cfg Config, log *slog.Logger, changed func(*run)) *runEngine {
-	return &runEngine{cfg: cfg, log: log, changed: changed, runs: make(map[string]*run)}
-}
-
-// open attaches the store and, if marksPath is not "", the file of
+// Open attaches the store and, if marksPath is not "", the file of
 // published seqs (see seqMarks). Runs left live by a daemon that died are
 // marked interrupted and their process groups killed if they are still
 // the same processes; they are never relaunched.
-func (e *runEngine) open(db *store.DB, marksPath string) error {
+func (e *Engine) Open(db *store.DB, marksPath string) error {
 	e.db = db
 	var published map[string]uint64
 	if marksPath != "" {
@@ -181,9 +193,10 @@ func orphanedGroup(r store.Run) bool {
 	}
 }
 
-// closeAll stops every live run (app.stop, SIGTERM, SIGKILL), records it
-// as stopped, and waits for every goroutine of the engine.
-func (e *runEngine) closeAll() {
+// Close stops every live run (app.stop, SIGTERM, SIGKILL), records it
+// as stopped, and waits for every goroutine of the engine. Start fails
+// with ErrClosed after it.
+func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
 	live := e.liveLocked()
@@ -194,10 +207,22 @@ func (e *runEngine) closeAll() {
 	}
 	wg.Wait()
 	e.wg.Wait()
+	e.marks.close()
 }
 
-func (e *runEngine) liveLocked() []*run {
-	var out []*run
+// Live returns the runs whose process has not ended, in no order.
+func (e *Engine) Live() []*Run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.liveLocked()
+}
+
+// Persisted reports whether the engine has a store: whether log entries
+// the ring evicted can still be read.
+func (e *Engine) Persisted() bool { return e.db != nil }
+
+func (e *Engine) liveLocked() []*Run {
+	var out []*Run
 	for _, r := range e.runs {
 		select {
 		case <-r.done:
@@ -208,8 +233,8 @@ func (e *runEngine) liveLocked() []*run {
 	return out
 }
 
-// get returns the run with id, loading a finished one from the store.
-func (e *runEngine) get(id string) (*run, error) {
+// Get returns the run with id, loading a finished one from the store.
+func (e *Engine) Get(id string) (*Run, error) {
 	e.mu.Lock()
 	r := e.runs[id]
 	e.mu.Unlock()
@@ -217,12 +242,12 @@ func (e *runEngine) get(id string) (*run, error) {
 		return r, nil
 	}
 	if e.db == nil {
-		return nil, fmt.Errorf("%w %q", errNoSuchRun, id)
+		return nil, fmt.Errorf("%w %q", ErrNoSuchRun, id)
 	}
 	rec, err := e.db.GetRun(id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("%w %q; list runs with runs_list", errNoSuchRun, id)
+			return nil, fmt.Errorf("%w %q; list runs with runs_list", ErrNoSuchRun, id)
 		}
 		return nil, err
 	}
@@ -231,7 +256,7 @@ func (e *runEngine) get(id string) (*run, error) {
 
 // load makes a finished run from the store readable: its ring holds the
 // newest persisted entries and continues their seq.
-func (e *runEngine) load(rec store.Run) (*run, error) {
+func (e *Engine) load(rec store.Run) (*Run, error) {
 	entries, err := e.db.Tail(rec.ID, e.ringOptions().MaxEntries)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("read log of run %s: %w", rec.ID, err)
@@ -244,7 +269,7 @@ func (e *runEngine) load(rec store.Run) (*run, error) {
 		return nil, fmt.Errorf("restore log of run %s: %w", rec.ID, err)
 	}
 	ring.Close()
-	r := &run{id: rec.ID, kind: rec.Kind, root: rec.Root, ring: ring, eng: e, rec: rec, markSlot: -1,
+	r := &Run{id: rec.ID, kind: rec.Kind, root: rec.Root, ring: ring, eng: e, rec: rec, markSlot: -1,
 		started: make(chan struct{}), done: make(chan struct{})}
 	close(r.started)
 	close(r.done)
@@ -265,13 +290,13 @@ func fromStore(in []store.Entry) []logring.Entry {
 	return out
 }
 
-func (e *runEngine) ringOptions() logring.Options {
+func (e *Engine) ringOptions() logring.Options {
 	return logring.Options{MaxEntries: e.cfg.RingEntries, MaxBytes: e.cfg.RingBytes, MaxLine: maxLine}
 }
 
-// list returns the runs of root ("" for every root), newest first: the
+// List returns the runs of root ("" for every root), newest first: the
 // live ones in memory and the finished ones in the store.
-func (e *runEngine) list(root string) ([]store.Run, error) {
+func (e *Engine) List(root string) ([]store.Run, error) {
 	var recs []store.Run
 	if e.db != nil {
 		var err error
@@ -298,10 +323,16 @@ func (e *runEngine) list(root string) ([]store.Run, error) {
 	return recs, nil
 }
 
-// countLive counts the live runs of kind in root.
-func (e *runEngine) countLive(root string, kind store.Kind) (ids []string) {
+// LiveIDs returns the ids of the live runs of kind in root, sorted.
+func (e *Engine) LiveIDs(root string, kind store.Kind) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.liveIDsLocked(root, kind)
+}
+
+// liveIDsLocked returns the ids of the live runs of kind in root,
+// sorted. e.mu must be held.
+func (e *Engine) liveIDsLocked(root string, kind store.Kind) (ids []string) {
 	for _, r := range e.liveLocked() {
 		if r.root == root && r.kind == kind {
 			ids = append(ids, r.id)
@@ -314,7 +345,7 @@ func (e *runEngine) countLive(root string, kind store.Kind) (ids []string) {
 // findFlutter resolves the flutter executable: --flutter, else the first
 // "flutter" on the session's PATH (not flyd's: the editor's environment is
 // the one the user set up).
-func (e *runEngine) findFlutter(env map[string]string) (string, error) {
+func (e *Engine) findFlutter(env map[string]string) (string, error) {
 	if e.cfg.Flutter != "" {
 		return e.cfg.Flutter, nil
 	}
@@ -335,48 +366,83 @@ func (e *runEngine) findFlutter(env map[string]string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w on this session's PATH (%s): install Flutter (https://docs.flutter.dev/get-started/install) "+
-		"and put its bin directory on the PATH your editor starts flyctl with, or set FLUTTER_ROOT, or start flyd with --flutter /path/to/flutter", errNoFlutter, path)
+		"and put its bin directory on the PATH your editor starts flyctl with, or set FLUTTER_ROOT, or start flyd with --flutter /path/to/flutter", ErrNoFlutter, path)
 }
 
-// startSpec is what a run is started with.
-type startSpec struct {
-	kind store.Kind
-	root string
-	env  map[string]string
-	args []string // after the flutter executable
+// Spec is what a run is started with.
+type Spec struct {
+	Kind store.Kind
+	Root string
+	Env  map[string]string // the client's environment; see runEnv
+	Args []string          // after the flutter executable
+	// Max bounds the live runs of Kind in Root, this one included; 0 means
+	// no bound. The check and the start are one step: concurrent Starts
+	// never exceed it.
+	Max int
 }
 
-// start launches flutter in its own process group, in spec.root, with
-// the session's environment over flyd's. The process belongs to the engine:
-// ctx only bounds a build (its cancellation kills the group), never a run.
-func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
-	flutter, err := e.findFlutter(spec.env)
+// LimitError is Start's error when Spec.Max live runs of the kind are
+// already live (or starting) in the root.
+type LimitError struct {
+	Kind store.Kind
+	Max  int
+	Live []string // ids of the live runs, sorted
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%d %s runs are already live in this workspace (%s); the limit is %d", len(e.Live), e.Kind, strings.Join(e.Live, ", "), e.Max)
+}
+
+// Start launches flutter in its own process group, in spec.Root, with the
+// client's environment (see runEnv). The process belongs to the engine:
+// ctx only bounds a build or one-shot command (its cancellation kills the
+// group), never a run.
+func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
+	flutter, err := e.findFlutter(spec.Env)
 	if err != nil {
 		return nil, err
 	}
+	key := spec.Root + "\x00" + string(spec.Kind)
 	e.mu.Lock()
-	closed := e.closed
-	e.mu.Unlock()
-	if closed {
-		return nil, errShuttingDown
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
 	}
+	if spec.Max > 0 {
+		live := e.liveIDsLocked(spec.Root, spec.Kind)
+		if len(live)+e.reserved[key] >= spec.Max {
+			e.mu.Unlock()
+			return nil, &LimitError{Kind: spec.Kind, Max: spec.Max, Live: live}
+		}
+	}
+	e.reserved[key]++ // until the run is in e.runs, or failed to start
+	e.mu.Unlock()
+	inserted := false
+	defer func() {
+		if !inserted {
+			e.mu.Lock()
+			e.reserved[key]--
+			e.mu.Unlock()
+		}
+	}()
 	id := store.NewRunID()
 	opts := e.ringOptions()
-	r := &run{
-		id: id, kind: spec.kind, root: spec.root, eng: e,
-		ring:    logring.New(opts),
-		pending: make(map[int]chan machineMsg),
-		started: make(chan struct{}),
-		done:    make(chan struct{}),
+	r := &Run{
+		id: id, kind: spec.Kind, root: spec.Root, eng: e,
+		ring:     logring.New(opts),
+		pending:  make(map[int]chan machineMsg),
+		started:  make(chan struct{}),
+		done:     make(chan struct{}),
+		markSlot: -1,
 		rec: store.Run{
-			ID: id, Kind: spec.kind, Argv: append([]string{"flutter"}, spec.args...), Root: spec.root,
+			ID: id, Kind: spec.Kind, Argv: append([]string{"flutter"}, spec.Args...), Root: spec.Root,
 			State: stateStarting, StartedAt: time.Now(),
 		},
 	}
-	cmd := exec.Command(flutter, spec.args...)
-	if spec.kind != store.KindRun {
+	cmd := exec.Command(flutter, spec.Args...)
+	if spec.Kind != store.KindRun {
 		// A build or one-shot command dies with its call.
-		cmd = exec.CommandContext(ctx, flutter, spec.args...)
+		cmd = exec.CommandContext(ctx, flutter, spec.Args...)
 		cmd.Cancel = func() error {
 			why := "cancelled by the client"
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -388,8 +454,8 @@ func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
 			return killGroup(cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}
-	cmd.Dir = spec.root
-	cmd.Env = runEnv(spec.env)
+	cmd.Dir = spec.Root
+	cmd.Env = runEnv(spec.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	stdout, err := cmd.StdoutPipe()
@@ -400,7 +466,7 @@ func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.kind == store.KindRun {
+	if spec.Kind == store.KindRun {
 		if r.stdin, err = cmd.StdinPipe(); err != nil {
 			return nil, err
 		}
@@ -413,10 +479,12 @@ func (e *runEngine) start(ctx context.Context, spec startSpec) (*run, error) {
 	r.markSlot = e.marks.track(id)
 	e.mu.Lock()
 	e.runs[id] = r
+	e.reserved[key]--
+	inserted = true
 	e.mu.Unlock()
-	r.note(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), pid, spec.root))
+	r.note(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), pid, spec.Root))
 	r.persist()
-	e.log.Info("run started", logRun, id, logKind, spec.kind, logPID, pid, "root", spec.root)
+	e.log.Info("run started", logRun, id, logKind, spec.Kind, logPID, pid, "root", spec.Root)
 
 	e.wg.Add(1)
 	go func() { // owned by the engine: ends when the process has exited
@@ -452,7 +520,7 @@ func runEnv(env map[string]string) []string {
 
 // supervise reads the process's output until it exits, then records how
 // it ended.
-func (r *run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
+func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 	var readers sync.WaitGroup
 	readers.Go(func() { r.read(stdout, logring.Stdout) })
 	readers.Go(func() { r.read(stderr, logring.Stderr) })
@@ -521,7 +589,7 @@ func exitDescription(ps *os.ProcessState, err error) string {
 	return fmt.Sprintf("exit code %d", ps.ExitCode())
 }
 
-func (r *run) closeStarted() {
+func (r *Run) closeStarted() {
 	select {
 	case <-r.started:
 	default:
@@ -532,7 +600,7 @@ func (r *run) closeStarted() {
 // read turns one output stream into log entries, parsing --machine lines
 // on stdout. It never blocks on readers or disk: the ring takes every
 // line and the store queues it.
-func (r *run) read(rd io.Reader, stream logring.Stream) {
+func (r *Run) read(rd io.Reader, stream logring.Stream) {
 	br := bufio.NewReaderSize(rd, 2*maxLine)
 	for {
 		line, cut, err := readLine(br)
@@ -563,7 +631,7 @@ func readLine(br *bufio.Reader) (line []byte, cut bool, err error) {
 	return bytes.Clone(b), false, err
 }
 
-func (r *run) handleLine(line []byte, stream logring.Stream, cut bool) {
+func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool) {
 	if stream == logring.Stdout && r.kind == store.KindRun && !cut {
 		if m, ok := parseMachineLine(line); ok {
 			r.handleMachine(m)
@@ -581,7 +649,7 @@ func (r *run) handleLine(line []byte, stream logring.Stream, cut bool) {
 }
 
 // append adds one entry to the ring and queues it for the store.
-func (r *run) append(stream logring.Stream, text string) {
+func (r *Run) append(stream logring.Stream, text string) {
 	e := r.ring.Append(stream, text)
 	if e.Seq == 0 || r.eng.db == nil {
 		return
@@ -591,10 +659,10 @@ func (r *run) append(stream logring.Stream, text string) {
 }
 
 // note is flyd's own entry in the run's log.
-func (r *run) note(text string) { r.append(logring.Fly, text) }
+func (r *Run) note(text string) { r.append(logring.Fly, text) }
 
 // report forwards progress to the tool call waiting on this run, if any.
-func (r *run) report(message string) {
+func (r *Run) report(message string) {
 	r.mu.Lock()
 	p := r.progress
 	r.mu.Unlock()
@@ -604,7 +672,7 @@ func (r *run) report(message string) {
 }
 
 // handleMachine applies one --machine message to the run.
-func (r *run) handleMachine(m machineMsg) {
+func (r *Run) handleMachine(m machineMsg) {
 	if m.Event == "" && m.Method == "" { // a response to flyd
 		if id, ok := m.intID(); ok {
 			r.mu.Lock()
@@ -617,8 +685,8 @@ func (r *run) handleMachine(m machineMsg) {
 		}
 		return
 	}
-	if m.Method != "" { // a request from flutter (app.exposeUrl): echo the URL back
-		if p, err := machineParams[machineExposeURLParams](m); err == nil {
+	if m.Method != "" { // a request from flutter: app.exposeUrl is echoed back
+		if p, err := machineParams[machineExposeURLParams](m); err == nil && m.Method == machineAppExposeURL {
 			r.writeStdin(machineResponse(m.ID, map[string]string{"url": p.URL}))
 		}
 		return
@@ -692,7 +760,7 @@ func eventText(m machineMsg) string {
 
 // persist queues the record for the store's writer (never a disk write
 // on the goroutine that reads the child's output) and tells the server.
-func (r *run) persist() {
+func (r *Run) persist() {
 	rec := r.record()
 	if r.eng.db != nil {
 		if err := r.eng.db.QueueRun(rec); err != nil {
@@ -705,7 +773,7 @@ func (r *run) persist() {
 }
 
 // record returns a copy of the run's record.
-func (r *run) record() store.Run {
+func (r *Run) record() store.Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.rec
@@ -713,7 +781,7 @@ func (r *run) record() store.Run {
 	return rec
 }
 
-func (r *run) live() bool {
+func (r *Run) live() bool {
 	select {
 	case <-r.done:
 		return false
@@ -722,23 +790,23 @@ func (r *run) live() bool {
 	}
 }
 
-func (r *run) writeStdin(b []byte) error {
+func (r *Run) writeStdin(b []byte) error {
 	r.mu.Lock()
 	w := r.stdin
 	r.mu.Unlock()
 	if w == nil {
-		return errRunEnded
+		return ErrRunEnded
 	}
 	_, err := w.Write(b)
 	return err
 }
 
 // request sends a --machine request to the app and waits for its reply.
-func (r *run) request(ctx context.Context, method string, params any) (machineMsg, error) {
+func (r *Run) request(ctx context.Context, method string, params any) (machineMsg, error) {
 	r.mu.Lock()
 	if r.stdin == nil || !r.live() {
 		r.mu.Unlock()
-		return machineMsg{}, errRunEnded
+		return machineMsg{}, ErrRunEnded
 	}
 	r.nextReq++
 	id := r.nextReq
@@ -751,7 +819,7 @@ func (r *run) request(ctx context.Context, method string, params any) (machineMs
 	select {
 	case m, ok := <-ch:
 		if !ok {
-			return machineMsg{}, errRunEnded
+			return machineMsg{}, ErrRunEnded
 		}
 		return m, nil
 	case <-ctx.Done():
@@ -765,7 +833,7 @@ func (r *run) request(ctx context.Context, method string, params any) (machineMs
 // stop ends a live run: app.stop, then SIGTERM to its process group, then
 // SIGKILL, each after a grace period. Whatever the process did, every
 // process left in its group is killed at the end. It waits for the exit.
-func (r *run) stop(ctx context.Context) error {
+func (r *Run) stop(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.live() {
 		r.mu.Unlock()
@@ -799,7 +867,7 @@ func (r *run) stop(ctx context.Context) error {
 }
 
 // wait waits up to d for the process to exit.
-func (r *run) wait(ctx context.Context, d time.Duration) bool {
+func (r *Run) wait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

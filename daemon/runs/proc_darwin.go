@@ -1,4 +1,4 @@
-package daemon
+package runs
 
 import "golang.org/x/sys/unix"
 

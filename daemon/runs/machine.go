@@ -1,4 +1,4 @@
-package daemon
+package runs
 
 // This file speaks the `flutter run --machine` protocol (daemon protocol
 // 0.6.1): it decodes the lines flutter prints on stdout and encodes the

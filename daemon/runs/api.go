@@ -1,0 +1,108 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/fly-dev/fly/logring"
+	"github.com/fly-dev/fly/store"
+)
+
+// ID is the run's id.
+func (r *Run) ID() string { return r.id }
+
+// Kind says what started the run.
+func (r *Run) Kind() store.Kind { return r.kind }
+
+// Root is the workspace root the run was started in.
+func (r *Run) Root() string { return r.root }
+
+// Ring is the run's log ring: subscribe with its Cursor or Wait. It is
+// closed when the run's output ends.
+func (r *Run) Ring() *logring.Ring { return r.ring }
+
+// Record returns a copy of the run's record.
+func (r *Run) Record() store.Run { return r.record() }
+
+// Live reports whether the run's process has not ended.
+func (r *Run) Live() bool { return r.live() }
+
+// Started is closed at app.started, or when the process ends first.
+func (r *Run) Started() <-chan struct{} { return r.started }
+
+// Done is closed once the process has exited and its record is final.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Note adds flyd's own entry to the run's log.
+func (r *Run) Note(text string) { r.note(text) }
+
+// Stop ends a live run: app.stop, then SIGTERM to its process group, then
+// SIGKILL, each after the grace period; every process left in the group
+// is killed at the end. It waits for the exit. A run that has ended is
+// not an error.
+func (r *Run) Stop(ctx context.Context) error { return r.stop(ctx) }
+
+// SetProgress sets the function told of the run's progress messages
+// (what a waiting tool call reports), or clears it with nil.
+func (r *Run) SetProgress(f func(message string)) {
+	r.mu.Lock()
+	r.progress = f
+	r.mu.Unlock()
+}
+
+// StoredSeq is the newest seq of the run's log that is on disk, and
+// whether the engine has a store.
+func (r *Run) StoredSeq() (uint64, bool) {
+	if r.eng.db == nil {
+		return 0, false
+	}
+	st, err := r.eng.db.LogStats(r.id)
+	if err != nil {
+		return 0, false
+	}
+	return st.LastSeq, true
+}
+
+// RestartResult is flutter's answer to a hot reload or restart: a
+// non-zero Code is a failure that Message explains.
+type RestartResult struct {
+	Code    int
+	Message string
+}
+
+// Restart hot-reloads (full false) or hot-restarts the app of a live
+// `flutter run` (app.restart), noting it in the log, and returns flutter's
+// answer. It fails with ErrRunEnded or ErrNotStarted when there is no app
+// to restart.
+func (r *Run) Restart(ctx context.Context, full bool) (RestartResult, error) {
+	rec := r.record()
+	switch {
+	case rec.Kind != store.KindRun:
+		return RestartResult{}, fmt.Errorf("%s is a %s, not a flutter run", r.id, rec.Kind)
+	case !r.live():
+		return RestartResult{}, fmt.Errorf("run %s: %w (%s)", r.id, ErrRunEnded, rec.State)
+	case rec.AppID == "" || rec.State != stateRunning:
+		return RestartResult{}, fmt.Errorf("run %s: %w", r.id, ErrNotStarted)
+	}
+	what := "hot reload"
+	if full {
+		what = "hot restart"
+	}
+	r.note(what + " requested")
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
+	if err != nil {
+		return RestartResult{}, fmt.Errorf("%s of run %s: %w", what, r.id, err)
+	}
+	if m.Error != "" {
+		return RestartResult{}, fmt.Errorf("%s of run %s: flutter says: %s", what, r.id, m.Error)
+	}
+	var res machineRestartResult
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return RestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what, r.id, m.Result)
+	}
+	return RestartResult{Code: res.Code, Message: res.Message}, nil
+}

@@ -1,0 +1,106 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/store"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLY_TEST_HELPER") == "flutter" {
+		os.Exit(fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// newEngine returns an engine with a store and the fake flutter; the
+// cleanup closes both.
+func newEngine(t *testing.T) *Engine {
+	t.Helper()
+	flutter, err := fakeflutter.Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{Flutter: flutter, StopGrace: time.Second}, slog.New(slog.DiscardHandler), nil)
+	db, err := store.Open(filepath.Join(t.TempDir(), "fly.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Open(db, filepath.Join(t.TempDir(), "seqmarks")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // owned by the cleanup
+		defer close(done)
+		db.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		e.Close()
+		cancel()
+		<-done
+		db.Close()
+	})
+	return e
+}
+
+func fakeEnv(vars ...string) map[string]string {
+	env := map[string]string{"FLY_TEST_HELPER": "flutter", "PATH": os.Getenv("PATH")}
+	for i := 0; i+1 < len(vars); i += 2 {
+		env[vars[i]] = vars[i+1]
+	}
+	return env
+}
+
+// TestStartLimitConcurrent starts twelve runs at once in one workspace
+// with a limit of two: exactly two start, the others get a LimitError, and
+// the limit is never exceeded, whatever the interleaving.
+func TestStartLimitConcurrent(t *testing.T) {
+	e := newEngine(t)
+	root := t.TempDir()
+	const n, max = 12, 2
+	var wg sync.WaitGroup
+	results := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			_, err := e.Start(context.Background(), Spec{Kind: store.KindRun, Root: root, Max: max,
+				Env: fakeEnv(fakeflutter.EnvTickMS, "0"), Args: []string{"run", "--machine"}})
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	started := 0
+	for err := range results {
+		var le *LimitError
+		switch {
+		case err == nil:
+			started++
+		case errors.As(err, &le):
+			if le.Max != max {
+				t.Errorf("LimitError.Max = %d, want %d", le.Max, max)
+			}
+		default:
+			t.Errorf("Start = %v", err)
+		}
+	}
+	if started != max {
+		t.Errorf("%d runs started with a limit of %d", started, max)
+	}
+	if live := e.LiveIDs(root, store.KindRun); len(live) != max {
+		t.Errorf("%d live runs, want %d", len(live), max)
+	}
+	// Another workspace, and another kind, have their own limits.
+	if _, err := e.Start(context.Background(), Spec{Kind: store.KindRun, Root: t.TempDir(), Max: max,
+		Env: fakeEnv(fakeflutter.EnvTickMS, "0"), Args: []string{"run", "--machine"}}); err != nil {
+		t.Errorf("a run in another workspace: %v", err)
+	}
+}
