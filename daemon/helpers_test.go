@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.uber.org/goleak"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,8 +21,17 @@ func TestMain(m *testing.M) {
 	if helper := os.Getenv("FLY_TEST_HELPER"); helper != "" {
 		os.Exit(runHelper(helper))
 	}
+	before := goleak.IgnoreCurrent()
 	code := m.Run()
 	flytest.Cleanup()
+	// Every goroutine of every Server, session, run and index the tests
+	// started is gone once they have stopped.
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.uber.org/goleak"
 	"net"
 	"net/http"
 	"os"
@@ -327,7 +328,8 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helperFlyd(mode))
 	}
-	os.Exit(m.Run())
+	// Every goroutine a relay starts is gone when its test ends.
+	goleak.VerifyTestMain(m)
 }
 
 // helperFlyd is the fake flyd. Modes:

@@ -483,7 +483,14 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	inserted = true
 	e.mu.Unlock()
 	r.note(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), pid, spec.Root))
-	r.persist()
+	// On disk before Start returns, on the caller's goroutine: if flyd
+	// dies, the next one must find the run to kill its process group.
+	if e.db != nil {
+		if err := e.db.PutRun(r.record()); err != nil {
+			e.log.Warn("save run record", logRun, id, logErr, err)
+		}
+	}
+	r.announce()
 	e.log.Info("run started", logRun, id, logKind, spec.Kind, logPID, pid, "root", spec.Root)
 
 	e.wg.Add(1)
@@ -767,6 +774,11 @@ func (r *Run) persist() {
 			r.eng.log.Warn("save run record", logRun, r.id, logErr, err)
 		}
 	}
+	r.announce()
+}
+
+// announce tells the engine's owner that the run changed.
+func (r *Run) announce() {
 	if r.eng.changed != nil {
 		r.eng.changed(r)
 	}

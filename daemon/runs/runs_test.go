@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"go.uber.org/goleak"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +19,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FLY_TEST_HELPER") == "flutter" {
 		os.Exit(fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// Every process, reader and notifier goroutine of an engine is gone
+	// once it is closed.
+	goleak.VerifyTestMain(m)
 }
 
 // newEngine returns an engine with a store and the fake flutter; the
@@ -102,5 +105,24 @@ func TestStartLimitConcurrent(t *testing.T) {
 	if _, err := e.Start(context.Background(), Spec{Kind: store.KindRun, Root: t.TempDir(), Max: max,
 		Env: fakeEnv(fakeflutter.EnvTickMS, "0"), Args: []string{"run", "--machine"}}); err != nil {
 		t.Errorf("a run in another workspace: %v", err)
+	}
+}
+
+// TestStartRecordIsDurable: once Start returns, the run's record is on
+// disk, with its pid: a flyd killed a moment later leaves the next one
+// what it needs to mark the run interrupted and kill its process group.
+func TestStartRecordIsDurable(t *testing.T) {
+	e := newEngine(t)
+	r, err := e.Start(context.Background(), Spec{Kind: store.KindBuild, Root: t.TempDir(),
+		Env: fakeEnv(fakeflutter.EnvStartupMS, "60000"), Args: []string{"build", "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.db.GetRun(r.ID()) // no Flush: it must be there already
+	if err != nil || rec.PID == 0 || rec.State != store.StateStarting {
+		t.Errorf("record right after Start = %+v, %v, want it stored with its pid", rec, err)
+	}
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,149 @@
+package layout
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/fly-dev/fly"
+
+// Third-party modules, by the names the rules use.
+const (
+	goSDK     = "github.com/modelcontextprotocol/go-sdk"
+	bbolt     = "go.etcd.io/bbolt"
+	websocket = "github.com/coder/websocket"
+	pflag     = "github.com/spf13/pflag"
+	kardianos = "github.com/kardianos/service"
+)
+
+// rules is STYLE.md's dependency table: what each package must not
+// import, directly or through others. A path forbids its subpackages
+// too, unless it starts with "=", which forbids that package only (the
+// daemon's parts must not import the daemon, but may use each other).
+var rules = []struct {
+	pkg       string
+	forbidden []string
+}{
+	{mod + "/logring", []string{mod + "/daemon", mod + "/store", goSDK, websocket, bbolt}},
+	{mod + "/store", []string{mod + "/daemon", mod + "/logring", goSDK}},
+	{mod + "/shim", []string{mod + "/daemon", mod + "/store", mod + "/logring", goSDK, bbolt}},
+	{mod + "/daemon", []string{mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	{mod + "/daemon/index", []string{"=" + mod + "/daemon", goSDK, mod + "/store"}},
+	{mod + "/daemon/overview", []string{"=" + mod + "/daemon", goSDK}},
+	{mod + "/daemon/runs", []string{"=" + mod + "/daemon", goSDK}},
+	{mod + "/cmd/flyd", []string{mod + "/shim"}},
+	{mod + "/cmd/flyctl", []string{mod + "/daemon", mod + "/store", bbolt}},
+}
+
+// stdlibOnly are the internal packages that several top-level packages
+// share: they import nothing but the standard library (and each other).
+var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire"}
+
+// shimAllowed is everything outside the standard library the shim may
+// link: it is in every editor's process list, so it stays tiny.
+var shimAllowed = []string{websocket, mod + "/shim", mod + "/internal/paths", mod + "/internal/wire"}
+
+type pkg struct {
+	ImportPath string
+	Doc        string
+	Standard   bool
+	Deps       []string
+}
+
+// list runs go list -deps on patterns and returns the packages it names.
+func list(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	out, err := exec.Command(gotool, append([]string{"list", "-json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func under(dep, root string) bool { return dep == root || strings.HasPrefix(dep, root+"/") }
+
+func TestDependencyDirection(t *testing.T) {
+	byPath := map[string]pkg{}
+	for _, p := range list(t, mod+"/...") {
+		byPath[p.ImportPath] = p
+	}
+	for _, r := range rules {
+		p, ok := byPath[r.pkg]
+		if !ok {
+			t.Errorf("package %s is gone: update the rules", r.pkg)
+			continue
+		}
+		for _, dep := range p.Deps {
+			for _, f := range r.forbidden {
+				exact, isExact := strings.CutPrefix(f, "=")
+				hit := under(dep, f)
+				if isExact {
+					hit = dep == exact
+				}
+				// A package may import its own subpackages.
+				if hit && !under(dep, r.pkg) {
+					t.Errorf("%s depends on %s: STYLE.md forbids %s there", r.pkg, dep, f)
+				}
+			}
+		}
+	}
+	for _, path := range stdlibOnly {
+		for _, dep := range byPath[path].Deps {
+			if !isStd(dep) && !slicesContain(stdlibOnly, dep) {
+				t.Errorf("%s depends on %s: it may use the standard library only", path, dep)
+			}
+		}
+	}
+	for _, dep := range byPath[mod+"/shim"].Deps {
+		if isStd(dep) {
+			continue
+		}
+		ok := false
+		for _, a := range shimAllowed {
+			ok = ok || under(dep, a)
+		}
+		if !ok {
+			t.Errorf("shim depends on %s: it may link only the standard library and %v", dep, shimAllowed)
+		}
+	}
+}
+
+// isStd reports whether an import path is the standard library's: its
+// first element has no dot (vendored golang.org/x inside std included).
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".") || strings.HasPrefix(path, "vendor/")
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDocComments: every package says what it owns.
+func TestDocComments(t *testing.T) {
+	for _, p := range list(t, mod+"/...") {
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("package %s has no doc comment", p.ImportPath)
+		}
+	}
+}
