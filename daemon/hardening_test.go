@@ -266,7 +266,7 @@ func TestLogsReadDefaultIsSmall(t *testing.T) {
 	}
 	defer callTool(t, cs, "flutter_stop", map[string]any{"run_id": out.RunID}, nil)
 	var page logsReadResult
-	var res *mcp.CallToolResult
+	res := callTool(t, cs, "logs_read", map[string]any{"run_id": out.RunID}, &page)
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(toolText(res), "flutter: tick 3000"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the log never reached tick 3000:\n%s", toolText(res))

@@ -168,7 +168,7 @@ func pascal(words []string) string {
 
 func snake(words []string) string { return strings.Join(words, "_") }
 
-// nameArg reads a required name argument as words.
+// name reads a required name argument as words.
 func (a promptArgs) name(what string) ([]string, error) {
 	v, err := a.required("name", what)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,43 +57,60 @@ type Config struct {
 	Log *slog.Logger // default: discard
 }
 
+// DefaultConfig is the configuration of a zero Config: flyd's flags
+// take their defaults from it, so they are set in one place.
+func DefaultConfig() Config {
+	return Config{
+		MaxMessageBytes: 4 << 20,
+		PageSize:        100,
+		MaxReadBytes:    1 << 20,
+		WriteTimeout:    5 * time.Second,
+		Linger:          10 * time.Minute,
+		Rules:           index.DefaultRules(),
+		MaxRuns:         2,
+		MaxBuilds:       3,
+		BuildTimeout:    30 * time.Minute,
+		RunStartTimeout: 10 * time.Minute,
+		StopGrace:       5 * time.Second,
+		RingEntries:     1000,
+		RingBytes:       100 << 10,
+		KeepRuns:        100,
+		MaxRunAge:       7 * 24 * time.Hour,
+	}
+}
+
 func (c *Config) setDefaults() {
+	d := DefaultConfig()
+	or := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	orDur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
 	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 4 << 20
+		c.MaxMessageBytes = d.MaxMessageBytes
 	}
-	if c.PageSize <= 0 {
-		c.PageSize = 100
-	}
-	c.PageSize = max(c.PageSize, 4) // room for the fixed resources on page one
 	if c.MaxReadBytes <= 0 {
-		c.MaxReadBytes = 1 << 20
+		c.MaxReadBytes = d.MaxReadBytes
 	}
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = 5 * time.Second
-	}
-	if c.Linger <= 0 {
-		c.Linger = 10 * time.Minute
-	}
+	or(&c.PageSize, d.PageSize)
+	c.PageSize = max(c.PageSize, 4) // room for the fixed resources on page one
+	or(&c.MaxRuns, d.MaxRuns)
+	or(&c.MaxBuilds, d.MaxBuilds)
+	orDur(&c.WriteTimeout, d.WriteTimeout)
+	orDur(&c.Linger, d.Linger)
+	orDur(&c.BuildTimeout, d.BuildTimeout)
+	orDur(&c.RunStartTimeout, d.RunStartTimeout)
+	orDur(&c.StopGrace, d.StopGrace)
 	if c.Rules.Extensions == nil && c.Rules.Names == nil {
-		c.Rules = index.DefaultRules()
+		c.Rules = d.Rules
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if c.MaxRuns <= 0 {
-		c.MaxRuns = 2
-	}
-	if c.MaxBuilds <= 0 {
-		c.MaxBuilds = 3
-	}
-	if c.BuildTimeout <= 0 {
-		c.BuildTimeout = 30 * time.Minute
-	}
-	if c.RunStartTimeout <= 0 {
-		c.RunStartTimeout = 10 * time.Minute
-	}
-	if c.StopGrace <= 0 {
-		c.StopGrace = 5 * time.Second
 	}
 }
 
@@ -426,7 +444,7 @@ func (s *Server) status() Status {
 	for _, r := range s.runs.Live() {
 		st.Runs = append(st.Runs, runInfo(r.Record()))
 	}
-	slices.SortFunc(st.Runs, func(a, b RunInfo) int { return cmpString(a.RunID, b.RunID) })
+	slices.SortFunc(st.Runs, func(a, b RunInfo) int { return strings.Compare(a.RunID, b.RunID) })
 	s.mu.Lock()
 	for _, sess := range s.sessions {
 		st.Sessions = append(st.Sessions, sess.info())
@@ -448,18 +466,8 @@ func (s *Server) status() Status {
 			WatchedDirs: is.Dirs, WatchErrors: is.WatchErrors, BuildMS: is.BuildTime.Milliseconds(),
 		})
 	}
-	slices.SortFunc(st.Workspaces, func(a, b WorkspaceStatus) int { return cmpString(a.Root, b.Root) })
+	slices.SortFunc(st.Workspaces, func(a, b WorkspaceStatus) int { return strings.Compare(a.Root, b.Root) })
 	return st
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {

@@ -273,129 +273,183 @@ func (e *refusedError) Unwrap() error { return e.err }
 // while the client may still send); c is closed when it returns.
 func (r *Relay) session(ctx context.Context, c *conn, in *input, st *state) error {
 	// The read loop gets its own context, so that cancelling ctx closes
-	// the connection with a close frame (below) rather than abruptly.
+	// the connection with a close frame rather than abruptly.
 	readCtx, cancelRead := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRead()
-	readDone := make(chan error, 1)
-	// Owner: every return path below waits for readDone.
-	go func() { readDone <- r.fromDaemon(readCtx, c.ws, st) }()
+	s := &relaySession{r: r, ctx: ctx, c: c, in: in, st: st, readDone: make(chan error, 1), cancelRead: cancelRead}
+	defer s.stopTimer()
+	// Owner: every return path of the steps below waits for readDone.
+	go func() { s.readDone <- r.fromDaemon(readCtx, c.ws, st) }()
 
-	// closeAndWait closes the connection and waits for the read loop.
-	closeAndWait := func(code websocket.StatusCode, reason string) error {
-		c.ws.Close(code, reason)
-		cancelRead()
-		return <-readDone
+	gate, err := s.replay()
+	if err != nil {
+		return err
 	}
-	// sendFailed ends the session after a failed write to flyd or Stdout.
-	sendFailed := func(err error) error {
-		var se *errStdout
-		switch {
-		case errors.As(err, &se):
-			closeAndWait(websocket.StatusGoingAway, "client going away")
-			return err
-		case ctx.Err() != nil:
-			closeAndWait(websocket.StatusGoingAway, "client going away")
-			return ctx.Err()
+	if ended, err := s.relay(gate); !ended {
+		return err
+	}
+	return s.drain()
+}
+
+// relaySession is one session's steps: replay, relay, drain. Each step
+// that ends the session closes the connection and waits for the read
+// loop before it returns.
+type relaySession struct {
+	r          *Relay
+	ctx        context.Context // the session's: Run's
+	c          *conn
+	in         *input
+	st         *state
+	readDone   chan error // the read loop's result
+	cancelRead context.CancelFunc
+	timer      *time.Timer // the replayed initialize's deadline; nil when none
+}
+
+func (s *relaySession) stopTimer() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// closeAndWait closes the connection and waits for the read loop.
+func (s *relaySession) closeAndWait(code websocket.StatusCode, reason string) error {
+	s.c.ws.Close(code, reason)
+	s.cancelRead()
+	return <-s.readDone
+}
+
+// sendFailed ends the session after a failed write to flyd or Stdout.
+func (s *relaySession) sendFailed(err error) error {
+	var se *errStdout
+	switch {
+	case errors.As(err, &se):
+		s.closeAndWait(websocket.StatusGoingAway, "client going away")
+		return err
+	case s.ctx.Err() != nil:
+		s.closeAndWait(websocket.StatusGoingAway, "client going away")
+		return s.ctx.Err()
+	}
+	s.c.ws.CloseNow()
+	<-s.readDone
+	return &lostError{err}
+}
+
+// replay sends the client's initialize again, if the lost connection had
+// one, and returns the gate that opens when flyd has answered it: until
+// then stdin waits. Without one it sends the queue at once.
+func (s *relaySession) replay() (gate <-chan error, err error) {
+	msg, gate := s.st.tr.startReplay()
+	if msg == nil {
+		if err := s.r.flush(s.ctx, s.c, s.st); err != nil {
+			return nil, s.sendFailed(err)
 		}
-		c.ws.CloseNow()
-		<-readDone
-		return &lostError{err}
+		return gate, nil
 	}
+	if err := s.c.write(msg); err != nil {
+		return nil, s.sendFailed(err)
+	}
+	s.timer = time.NewTimer(s.r.cfg.StartTimeout)
+	return gate, nil
+}
 
-	// The replay: until flyd has answered the initialize, gate is set
-	// and stdin waits.
-	msg, gate := st.tr.startReplay()
+// finishReplay sends what follows the answered initialize (initialized,
+// the subscriptions), then the queue.
+func (s *relaySession) finishReplay() error {
+	msgs, subs := s.st.tr.finishReplay()
+	for _, m := range msgs {
+		if err := s.c.write(m); err != nil {
+			return s.sendFailed(err)
+		}
+	}
+	s.r.log.Info("replayed the session on the new connection", keySubs, subs, keyQueued, len(s.st.queue))
+	if err := s.r.flush(s.ctx, s.c, s.st); err != nil {
+		return s.sendFailed(err)
+	}
+	return nil
+}
+
+// relay copies client lines to flyd until stdin ends (ended is true: the
+// session goes on to drain) or the session ends (with err).
+func (s *relaySession) relay(gate <-chan error) (ended bool, err error) {
 	var timeout <-chan time.Time
-	if msg != nil {
-		if err := c.write(msg); err != nil {
-			return sendFailed(err)
-		}
-		timer := time.NewTimer(r.cfg.StartTimeout)
-		defer timer.Stop()
-		timeout = timer.C
-	} else if err := r.flush(ctx, c, st); err != nil {
-		return sendFailed(err)
+	if s.timer != nil {
+		timeout = s.timer.C
 	}
-
-loop:
 	for {
 		var lines <-chan line
 		if gate == nil {
-			if st.ended {
-				break loop
+			if s.st.ended {
+				return true, nil
 			}
-			lines = in.lines
+			lines = s.in.lines
 		}
 		select {
-		case <-ctx.Done():
-			closeAndWait(websocket.StatusGoingAway, "client going away")
-			return ctx.Err()
-		case err := <-readDone:
-			closeAfterRead(c.ws, err)
+		case <-s.ctx.Done():
+			s.closeAndWait(websocket.StatusGoingAway, "client going away")
+			return false, s.ctx.Err()
+		case err := <-s.readDone:
+			closeAfterRead(s.c.ws, err)
 			var se *errStdout
 			if errors.As(err, &se) {
-				return err
+				return false, err
 			}
-			return &lostError{err}
+			return false, &lostError{err}
 		case err := <-gate:
 			gate, timeout = nil, nil
 			if err != nil {
-				closeAndWait(websocket.StatusPolicyViolation, "initialize refused")
-				return &refusedError{fmt.Errorf("flyd refused the client's initialize when the shim replayed it after a reconnect: %w", err)}
+				s.closeAndWait(websocket.StatusPolicyViolation, "initialize refused")
+				return false, &refusedError{fmt.Errorf("flyd refused the client's initialize when the shim replayed it after a reconnect: %w", err)}
 			}
-			msgs, subs := st.tr.finishReplay()
-			for _, m := range msgs {
-				if err := c.write(m); err != nil {
-					return sendFailed(err)
-				}
-			}
-			r.log.Info("replayed the session on the new connection", keySubs, subs, keyQueued, len(st.queue))
-			if err := r.flush(ctx, c, st); err != nil {
-				return sendFailed(err)
+			if err := s.finishReplay(); err != nil {
+				return false, err
 			}
 		case <-timeout:
-			c.ws.CloseNow()
-			<-readDone
-			return &lostError{fmt.Errorf("flyd did not answer the replayed initialize within %v", r.cfg.StartTimeout)}
+			s.c.ws.CloseNow()
+			<-s.readDone
+			return false, &lostError{fmt.Errorf("flyd did not answer the replayed initialize within %v", s.r.cfg.StartTimeout)}
 		case l := <-lines:
 			if l.b != nil {
-				err := r.toDaemon(ctx, c, st, l.b)
-				in.recycle(l.b)
+				err := s.r.toDaemon(s.ctx, s.c, s.st, l.b)
+				s.in.recycle(l.b)
 				if err != nil {
-					return sendFailed(err)
+					return false, s.sendFailed(err)
 				}
 			}
 			if l.err != nil {
-				st.end(l.err)
-				break loop
+				s.st.end(l.err)
+				return true, nil
 			}
 		}
 	}
+}
 
-	// Stdin ended: wait for the replies in flight, then close. Were the
-	// connection lost now, nothing would be left to send on a new one.
-	timer := time.NewTimer(r.drainTimeout)
+// drain runs once stdin has ended: it waits for the replies in flight,
+// then closes. Were the connection lost now, nothing would be left to
+// send on a new one.
+func (s *relaySession) drain() error {
+	st := s.st
+	timer := time.NewTimer(s.r.drainTimeout)
 	defer timer.Stop()
 	select {
 	case <-st.fl.idle():
-	case err := <-readDone:
-		closeAfterRead(c.ws, err)
+	case err := <-s.readDone:
+		closeAfterRead(s.c.ws, err)
 		var se *errStdout
 		if errors.As(err, &se) || st.fl.len() > 0 {
-			return r.lost(err, st.fl)
+			return s.r.lost(err, st.fl)
 		}
 		return st.stdinErr
 	case <-timer.C:
 		// Close first, so that no late reply races the error replies.
-		closeAndWait(websocket.StatusNormalClosure, "")
-		n := st.fl.fail(fmt.Sprintf("flyd did not reply within %v after the client closed its input", r.drainTimeout), r.out, "")
-		r.log.Warn("gave up waiting for flyd's replies", keyCount, n)
+		s.closeAndWait(websocket.StatusNormalClosure, "")
+		n := st.fl.fail(fmt.Sprintf("flyd did not reply within %v after the client closed its input", s.r.drainTimeout), s.r.out, "")
+		s.r.log.Warn("gave up waiting for flyd's replies", keyCount, n)
 		return st.stdinErr
-	case <-ctx.Done():
-		closeAndWait(websocket.StatusGoingAway, "client going away")
-		return ctx.Err()
+	case <-s.ctx.Done():
+		s.closeAndWait(websocket.StatusGoingAway, "client going away")
+		return s.ctx.Err()
 	}
-	err := closeAndWait(websocket.StatusNormalClosure, "")
+	err := s.closeAndWait(websocket.StatusNormalClosure, "")
 	var se *errStdout
 	if errors.As(err, &se) {
 		return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -501,9 +502,7 @@ func (db *DB) Tail(runID string, n int) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tail log of run %s: %w", runID, err)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out, nil
 }
 

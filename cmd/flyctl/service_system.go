@@ -146,7 +146,7 @@ func lingerEnabled(ctx context.Context, user string) (bool, error) {
 	return false, fmt.Errorf("cannot tell whether lingering is on for %s: %w", user, err)
 }
 
-// userName is the login name of the user flyctl runs as.
+// loginName is the login name of the user flyctl runs as.
 func loginName(getenv func(string) string) string {
 	if u := getenv("USER"); u != "" {
 		return u

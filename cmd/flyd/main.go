@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/fly-dev/fly/daemon"
 	"github.com/fly-dev/fly/internal/paths"
@@ -81,20 +80,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func runDaemon(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("flyd run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	maxMsgMB := fs.Int("max-message-mb", 4, "largest MCP message a client may send, in MiB")
-	maxReadMB := fs.Int("max-read-mb", 1, "largest file part one resources/read returns, in MiB")
-	pageSize := fs.Int("page-size", 100, "resources per resources/list page")
-	linger := fs.Duration("linger", 10*time.Minute, "how long a workspace stays indexed after its last session")
+	d := daemon.DefaultConfig()
+	maxMsgMB := fs.Int("max-message-mb", int(d.MaxMessageBytes>>20), "largest MCP message a client may send, in MiB")
+	maxReadMB := fs.Int("max-read-mb", int(d.MaxReadBytes>>20), "largest file part one resources/read returns, in MiB")
+	pageSize := fs.Int("page-size", d.PageSize, "resources per resources/list page")
+	linger := fs.Duration("linger", d.Linger, "how long a workspace stays indexed after its last session")
 	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
 	flutter := fs.String("flutter", "", "the flutter executable (default: flutter on each client's PATH)")
-	maxRuns := fs.Int("max-runs", 2, "live flutter runs per workspace")
-	maxBuilds := fs.Int("max-builds", 3, "concurrent builds per workspace")
-	buildTimeout := fs.Duration("build-timeout", 30*time.Minute, "how long a build may take")
-	stopGrace := fs.Duration("stop-grace", 5*time.Second, "wait after app.stop and after SIGTERM before the next signal")
-	ringEntries := fs.Int("log-entries", 1000, "log lines kept in memory per run")
-	ringKB := fs.Int("log-kb", 100, "log text kept in memory per run, in KiB")
-	keepRuns := fs.Int("keep-runs", 100, "finished runs kept on disk")
-	maxRunAge := fs.Duration("max-run-age", 7*24*time.Hour, "finished runs older than this are deleted")
+	maxRuns := fs.Int("max-runs", d.MaxRuns, "live flutter runs per workspace")
+	maxBuilds := fs.Int("max-builds", d.MaxBuilds, "concurrent builds per workspace")
+	buildTimeout := fs.Duration("build-timeout", d.BuildTimeout, "how long a build may take")
+	stopGrace := fs.Duration("stop-grace", d.StopGrace, "wait after app.stop and after SIGTERM before the next signal")
+	ringEntries := fs.Int("log-entries", d.RingEntries, "log lines kept in memory per run")
+	ringKB := fs.Int("log-kb", d.RingBytes>>10, "log text kept in memory per run, in KiB")
+	keepRuns := fs.Int("keep-runs", d.KeepRuns, "finished runs kept on disk")
+	maxRunAge := fs.Duration("max-run-age", d.MaxRunAge, "finished runs older than this are deleted")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	fs.Usage = func() {
