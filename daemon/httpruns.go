@@ -428,7 +428,7 @@ func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func status(typ string, rec store.Run, last uint64) statusLine {
+func status(typ string, rec store.Record, last uint64) statusLine {
 	return statusLine{Type: typ, State: string(rec.State), ExitCode: rec.ExitCode, Error: rec.Error, LastSeq: last}
 }
 

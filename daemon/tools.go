@@ -88,7 +88,7 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 // RunInfo is a run as tools and HTTP report it: the wire type.
 type RunInfo = wire.Run
 
-func runInfo(rec store.Run) RunInfo {
+func runInfo(rec store.Record) RunInfo {
 	return RunInfo{
 		RunID: rec.ID, Kind: string(rec.Kind), State: string(rec.State), Argv: rec.Argv, Root: rec.Root, PID: rec.PID,
 		ExitCode: rec.ExitCode, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, AppID: rec.AppID,

@@ -46,7 +46,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 	ids := make([]string, runs)
 	for r := range ids {
 		ids[r] = NewRunID()
-		if err := db.PutRun(Run{ID: ids[r], State: StateRunning}); err != nil {
+		if err := db.PutRun(Record{ID: ids[r], State: StateRunning}); err != nil {
 			b.Fatal(err)
 		}
 	}

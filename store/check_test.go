@@ -25,7 +25,7 @@ func fillStore(t *testing.T, clean bool) (path string, ids []string) {
 	for i := range 5 {
 		id := NewRunID()
 		ids = append(ids, id)
-		mustPutRun(t, db, Run{ID: id, State: StateExited})
+		mustPutRun(t, db, Record{ID: id, State: StateExited})
 		for j := range 400 {
 			if err := db.Append(id, Entry{Text: fmt.Sprintf("run %d line %d %s", i, j, strings.Repeat("x", 60))}); err != nil {
 				t.Fatal(err)

@@ -75,7 +75,7 @@ func (db *DB) Append(runID string, e Entry) error {
 // any record with its id, and returns without waiting for the disk
 // unless the queue is full (as Append). It is durable once a later Flush
 // returns. PutRun is the synchronous form.
-func (db *DB) QueueRun(r Run) error {
+func (db *DB) QueueRun(r Record) error {
 	if r.ID == "" || len(r.ID) > bolt.MaxKeySize {
 		return fmt.Errorf("queue run: bad id %.40q", r.ID)
 	}

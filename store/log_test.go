@@ -18,7 +18,7 @@ func TestGroupCommit(t *testing.T) {
 	startWriter(t, db)
 	runs := []string{NewRunID(), NewRunID(), NewRunID()}
 	for _, id := range runs {
-		mustPutRun(t, db, Run{ID: id, State: StateRunning})
+		mustPutRun(t, db, Record{ID: id, State: StateRunning})
 	}
 	const n = 10_000
 	for i := range n {
@@ -84,7 +84,7 @@ func TestAppendWaitsNeverDrops(t *testing.T) {
 	defer release()
 	startWriter(t, db)
 	a := NewRunID()
-	mustPutRun(t, db, Run{ID: a, State: StateRunning})
+	mustPutRun(t, db, Record{ID: a, State: StateRunning})
 
 	if err := db.Append(a, Entry{Text: "first"}); err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestLogCap(t *testing.T) {
 			db := mustOpenAt(t, filepath.Join(t.TempDir(), "fly.db"), tc.opts)
 			startWriter(t, db)
 			id := NewRunID()
-			mustPutRun(t, db, Run{ID: id, State: StateRunning})
+			mustPutRun(t, db, Record{ID: id, State: StateRunning})
 			for i := range tc.totalLines {
 				if err := db.Append(id, Entry{Text: tc.text}); err != nil {
 					t.Fatal(err)
@@ -184,7 +184,7 @@ func TestLogCap(t *testing.T) {
 func TestLogsPaging(t *testing.T) {
 	db := mustOpen(t)
 	id := NewRunID()
-	mustPutRun(t, db, Run{ID: id, State: StateRunning})
+	mustPutRun(t, db, Record{ID: id, State: StateRunning})
 	for i := range 20 {
 		db.Append(id, Entry{Seq: uint64(i + 1), Text: fmt.Sprint(i + 1)})
 	}
@@ -238,7 +238,7 @@ func must[T any](v T, err error) T {
 func TestRewriteSeq(t *testing.T) {
 	db := mustOpen(t)
 	id := NewRunID()
-	mustPutRun(t, db, Run{ID: id, State: StateRunning})
+	mustPutRun(t, db, Record{ID: id, State: StateRunning})
 	db.Append(id, Entry{Seq: 1, Text: "aaaa"})
 	db.Append(id, Entry{Seq: 2, Text: "bb"})
 	mustFlush(t, db)
@@ -283,7 +283,7 @@ func TestFlushAndCloseWithoutWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fly.db")
 	db := mustOpenAt(t, path, Options{})
 	id := NewRunID()
-	mustPutRun(t, db, Run{ID: id, State: StateRunning})
+	mustPutRun(t, db, Record{ID: id, State: StateRunning})
 	db.Append(id, Entry{Text: "one"})
 	mustFlush(t, db)
 	if st, _ := db.LogStats(id); st.Entries != 1 {
@@ -319,7 +319,7 @@ func TestCloseStopsWriter(t *testing.T) {
 	// A Run that starts after Close rightly returns ErrClosed.
 	waitWriter(t, db)
 	id := NewRunID()
-	mustPutRun(t, db, Run{ID: id, State: StateRunning})
+	mustPutRun(t, db, Record{ID: id, State: StateRunning})
 	for range 1000 {
 		db.Append(id, Entry{Text: "x"})
 	}
@@ -387,7 +387,7 @@ func TestWriterWindow(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- db.Run(ctx) }() // ended by cancel below
 		id := NewRunID()
-		mustPutRun(t, db, Run{ID: id, State: StateRunning})
+		mustPutRun(t, db, Record{ID: id, State: StateRunning})
 		for range 10 {
 			db.Append(id, Entry{Text: "x"})
 		}
@@ -423,7 +423,7 @@ func TestConcurrentUse(t *testing.T) {
 	ids := make([]string, producers)
 	for i := range ids {
 		ids[i] = NewRunID()
-		mustPutRun(t, db, Run{ID: ids[i], State: StateRunning})
+		mustPutRun(t, db, Record{ID: ids[i], State: StateRunning})
 	}
 
 	var wg sync.WaitGroup // owns every goroutine below

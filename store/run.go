@@ -38,8 +38,8 @@ const (
 // Live reports whether a run in state s may still have a process.
 func (s State) Live() bool { return s == StateStarting || s == StateRunning }
 
-// Run is the persisted record of one run, build or tool invocation.
-type Run struct {
+// Record is the persisted record of one run, build or tool invocation.
+type Record struct {
 	ID    string   `json:"id"`
 	Kind  Kind     `json:"kind"`
 	Argv  []string `json:"argv"`
@@ -99,7 +99,7 @@ var idGen struct {
 
 // PutRun writes r, replacing any record with its id, and returns once it
 // is on disk.
-func (db *DB) PutRun(r Run) error {
+func (db *DB) PutRun(r Record) error {
 	if r.ID == "" {
 		return errors.New("put run: empty id")
 	}
@@ -118,7 +118,7 @@ func (db *DB) PutRun(r Run) error {
 
 // GetRun returns the record of run id, or an error wrapping ErrNotFound.
 // (Run is the writer.)
-func (db *DB) GetRun(id string) (Run, error) {
+func (db *DB) GetRun(id string) (Record, error) {
 	var v []byte
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		v = bytes.Clone(tx.Bucket(bucketRuns).Get([]byte(id)))
@@ -127,19 +127,19 @@ func (db *DB) GetRun(id string) (Run, error) {
 	if err == nil && v == nil {
 		err = ErrNotFound
 	}
-	var r Run
+	var r Record
 	if err == nil {
 		err = json.Unmarshal(v, &r)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+		return Record{}, fmt.Errorf("get run %s: %w", id, err)
 	}
 	return r, nil
 }
 
 // Runs returns every run record, newest first (by id, which NewRunID
 // makes creation order).
-func (db *DB) Runs() ([]Run, error) {
+func (db *DB) Runs() ([]Record, error) {
 	var vals [][]byte
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketRuns).Cursor()
@@ -151,7 +151,7 @@ func (db *DB) Runs() ([]Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	runs := make([]Run, len(vals))
+	runs := make([]Record, len(vals))
 	for i, v := range vals {
 		if err := json.Unmarshal(v, &runs[i]); err != nil {
 			return nil, fmt.Errorf("list runs: decode record %d: %w", i, err)
@@ -165,15 +165,15 @@ func (db *DB) Runs() ([]Run, error) {
 // returns those runs so that the caller can kill their process groups,
 // after checking PID and PIDStart. Call it at start, before any run is
 // started. Interrupted runs are never relaunched.
-func (db *DB) MarkInterrupted() ([]Run, error) {
+func (db *DB) MarkInterrupted() ([]Record, error) {
 	now := time.Now()
-	var marked []Run
+	var marked []Record
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		type put struct{ k, v []byte }
 		var puts []put
 		err := b.ForEach(func(k, v []byte) error {
-			var r Run
+			var r Record
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decode run %s: %w", k, err)
 			}
@@ -221,7 +221,7 @@ func (db *DB) Prune(now time.Time) (int, error) {
 		finished := 0
 		c := runs.Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			var r Run
+			var r Record
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decode run %s: %w", k, err)
 			}

@@ -49,7 +49,7 @@ func TestPrune(t *testing.T) {
 	for _, r := range all {
 		id := NewRunID()
 		ids[r.name] = id
-		rec := Run{ID: id, State: r.state, StartedAt: now.Add(-30 * 24 * time.Hour)}
+		rec := Record{ID: id, State: r.state, StartedAt: now.Add(-30 * 24 * time.Hour)}
 		if r.ended > 0 {
 			rec.EndedAt = now.Add(-r.ended)
 		}
@@ -106,7 +106,7 @@ func TestPrune(t *testing.T) {
 func TestPruneDisabled(t *testing.T) {
 	db := mustOpenAt(t, filepath.Join(t.TempDir(), "fly.db"), Options{KeepRuns: -1, MaxAge: -1})
 	for range 5 {
-		mustPutRun(t, db, Run{ID: NewRunID(), State: StateExited, EndedAt: time.Unix(0, 0)})
+		mustPutRun(t, db, Record{ID: NewRunID(), State: StateExited, EndedAt: time.Unix(0, 0)})
 	}
 	if n, err := db.Prune(time.Now()); err != nil || n != 0 {
 		t.Errorf("Prune() with retention off = %d, %v, want 0", n, err)

@@ -62,7 +62,7 @@ func mustFlush(t *testing.T, db *DB) {
 	}
 }
 
-func mustPutRun(t *testing.T, db *DB, r Run) {
+func mustPutRun(t *testing.T, db *DB, r Record) {
 	t.Helper()
 	if err := db.PutRun(r); err != nil {
 		t.Fatalf("PutRun(%s) = %v", r.ID, err)
@@ -192,7 +192,7 @@ func TestReopen(t *testing.T) {
 
 	code := 3
 	t0 := time.Now().Add(-time.Hour).UTC() // recent: Open prunes runs older than a week
-	runs := []Run{
+	runs := []Record{
 		{ID: NewRunID(), Kind: KindBuild, Argv: []string{"flutter", "build", "apk"}, Root: "/w/app", State: StateExited, PID: 10, PIDStart: 111, ExitCode: &code, StartedAt: t0, EndedAt: t0.Add(time.Minute), Error: "build failed"},
 		{ID: NewRunID(), Kind: KindRun, Argv: []string{"flutter", "run", "--machine"}, Root: "/w/app", State: StateRunning, PID: 20, PIDStart: 222, StartedAt: t0, AppID: "app-1", VMServiceURI: "ws://127.0.0.1:1/ws", DTDURI: "ws://127.0.0.1:2/ws"},
 		{ID: NewRunID(), Kind: KindTool, Argv: []string{"flutter", "doctor"}, State: StateStarting, StartedAt: t0},
@@ -212,7 +212,7 @@ func TestReopen(t *testing.T) {
 	mustFlush(t, db)
 
 	type snapshot struct {
-		runs  []Run
+		runs  []Record
 		logs  map[string][]Entry
 		stats map[string]LogMeta
 	}
@@ -324,7 +324,7 @@ func TestNotFound(t *testing.T) {
 		t.Errorf("LogStats(nope) = %v, want ErrNotFound", err)
 	}
 	// A run with a record but no log yet has an empty one.
-	mustPutRun(t, db, Run{ID: "r1", State: StateStarting})
+	mustPutRun(t, db, Record{ID: "r1", State: StateStarting})
 	if es, err := db.Tail("r1", 10); err != nil || len(es) != 0 {
 		t.Errorf("Tail(r1) = %v, %v, want none", es, err)
 	}
@@ -342,7 +342,7 @@ func TestCompaction(t *testing.T) {
 	for range 4 {
 		id := NewRunID()
 		ids = append(ids, id)
-		mustPutRun(t, db, Run{ID: id, State: StateExited, StartedAt: time.Now()})
+		mustPutRun(t, db, Record{ID: id, State: StateExited, StartedAt: time.Now()})
 		for i := range 2000 {
 			if err := db.Append(id, Entry{Stream: "stdout", Text: text}); err != nil {
 				t.Fatalf("Append = %v", err)

@@ -164,16 +164,29 @@ type fileEdit struct {
 func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Change) {
 	paths := slices.Sorted(maps.Keys(pending))
 	edits := make(map[string]fileEdit)
-	removeUnder := func(dir string) {
-		lo, hi := rangeUnder(old, dir)
-		for _, f := range old[lo:hi] {
-			edits[f.Path] = fileEdit{}
-		}
+	x.dropGoneDirs(old, paths, pending, edits)
+	x.lookAgain(old, paths, pending, edits)
+	ch, changed := diffEdits(old, edits, pending)
+	if ch.empty() {
+		return old, ch
 	}
+	return mergeEdits(old, changed, edits), ch
+}
 
-	// Directories that went away. Their watches go first, so that a
-	// directory renamed within the root is watched again under its new
-	// name (inotify watches follow the inode, not the name).
+// removeUnder marks every file of old under dir as removed.
+func removeUnder(old []File, dir string, edits map[string]fileEdit) {
+	lo, hi := rangeUnder(old, dir)
+	for _, f := range old[lo:hi] {
+		edits[f.Path] = fileEdit{}
+	}
+}
+
+// dropGoneDirs handles the directories of a batch that went away (or were
+// renamed, even if another took their place): their watches go first, so
+// that a directory renamed within the root is watched again under its new
+// name (inotify watches follow the inode, not the name), and their files
+// are marked removed.
+func (x *Index) dropGoneDirs(old []File, paths []string, pending map[string]fsnotify.Op, edits map[string]fileEdit) {
 	gone := "\x00" // the last directory dropped; paths sort after it
 	for _, p := range paths {
 		if isUnder(p, gone) {
@@ -189,11 +202,15 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 			continue
 		}
 		x.unwatchUnder(p)
-		removeUnder(p)
+		removeUnder(old, p, edits)
 		gone = p
 	}
+}
 
-	// Each path as it is now.
+// lookAgain records each path of the batch as it is now: a file is
+// present or removed, and a new (or re-created) directory is walked and
+// watched, its files fresh.
+func (x *Index) lookAgain(old []File, paths []string, pending map[string]fsnotify.Op, edits map[string]fileEdit) {
 	walked := "\x00"
 	for _, p := range paths {
 		if isUnder(p, walked) {
@@ -222,14 +239,20 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 		for _, d := range dirs {
 			x.dirs[d] = struct{}{}
 		}
-		removeUnder(p)
+		removeUnder(old, p, edits)
 		for _, f := range files {
 			edits[f.Path] = fileEdit{f: f, present: true, fresh: true}
 		}
 		walked = p
 	}
+}
 
-	// What changed, in order.
+// diffEdits compares the edits with old: what was added, removed or
+// updated, and the changed paths in order. A file that was and still is
+// there is updated if it had a content event (contentOps), or if it was
+// found by walking a directory (which can have replaced the one that held
+// the old file).
+func diffEdits(old []File, edits map[string]fileEdit, pending map[string]fsnotify.Op) (Change, []string) {
 	var ch Change
 	keys := slices.Sorted(maps.Keys(edits))
 	changed := keys[:0]
@@ -248,12 +271,13 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 		}
 		changed = append(changed, k)
 	}
-	if ch.empty() {
-		return old, ch
-	}
+	return ch, changed
+}
 
-	// The new snapshot: old with the changed paths merged in.
-	files := make([]File, 0, len(old)+len(ch.Added)-len(ch.Removed))
+// mergeEdits returns the new snapshot: old with the changed paths (sorted)
+// merged in.
+func mergeEdits(old []File, changed []string, edits map[string]fileEdit) []File {
+	files := make([]File, 0, len(old)+len(changed))
 	i := 0
 	for _, k := range changed {
 		j, inOld := slices.BinarySearchFunc(old[i:], k, cmpFilePath)
@@ -266,8 +290,7 @@ func (x *Index) apply(old []File, pending map[string]fsnotify.Op) ([]File, Chang
 			files = append(files, e.f)
 		}
 	}
-	files = append(files, old[i:]...)
-	return files, ch
+	return append(files, old[i:]...)
 }
 
 // rescan walks the whole tree again, after events were lost, and diffs it

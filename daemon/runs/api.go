@@ -24,7 +24,7 @@ func (r *Run) Root() string { return r.root }
 func (r *Run) Ring() *logring.Ring { return r.ring }
 
 // Record returns a copy of the run's record.
-func (r *Run) Record() store.Run { return r.record() }
+func (r *Run) Record() store.Record { return r.record() }
 
 // Live reports whether the run's process has not ended.
 func (r *Run) Live() bool { return r.live() }

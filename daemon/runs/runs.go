@@ -106,7 +106,7 @@ type Run struct {
 	eng  *Engine
 
 	mu        sync.Mutex
-	rec       store.Run
+	rec       store.Record
 	stdin     io.WriteCloser // nil unless a live `flutter run`
 	nextReq   int
 	pending   map[int]chan machineMsg
@@ -181,7 +181,7 @@ func (e *Engine) Open(db *store.DB, marksPath string) error {
 // is not. The kernel never hands out a pid that is still a process
 // group's id, so a group whose leader died is still the run's; a leader
 // pid now held by another process means the run's group is gone.
-func orphanedGroup(r store.Run) bool {
+func orphanedGroup(r store.Record) bool {
 	if r.PID <= 0 {
 		return false
 	}
@@ -256,7 +256,7 @@ func (e *Engine) Get(id string) (*Run, error) {
 
 // load makes a finished run from the store readable: its ring holds the
 // newest persisted entries and continues their seq.
-func (e *Engine) load(rec store.Run) (*Run, error) {
+func (e *Engine) load(rec store.Record) (*Run, error) {
 	entries, err := e.db.Tail(rec.ID, e.ringOptions().MaxEntries)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("read log of run %s: %w", rec.ID, err)
@@ -296,8 +296,8 @@ func (e *Engine) ringOptions() logring.Options {
 
 // List returns the runs of root ("" for every root), newest first: the
 // live ones in memory and the finished ones in the store.
-func (e *Engine) List(root string) ([]store.Run, error) {
-	var recs []store.Run
+func (e *Engine) List(root string) ([]store.Record, error) {
+	var recs []store.Record
 	if e.db != nil {
 		var err error
 		if recs, err = e.db.Runs(); err != nil {
@@ -318,8 +318,8 @@ func (e *Engine) List(root string) ([]store.Run, error) {
 		}
 	}
 	e.mu.Unlock()
-	recs = slices.DeleteFunc(recs, func(r store.Run) bool { return root != "" && r.Root != root })
-	slices.SortFunc(recs, func(a, b store.Run) int { return strings.Compare(b.ID, a.ID) })
+	recs = slices.DeleteFunc(recs, func(r store.Record) bool { return root != "" && r.Root != root })
+	slices.SortFunc(recs, func(a, b store.Record) int { return strings.Compare(b.ID, a.ID) })
 	return recs, nil
 }
 
@@ -434,7 +434,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		started:  make(chan struct{}),
 		done:     make(chan struct{}),
 		markSlot: -1,
-		rec: store.Run{
+		rec: store.Record{
 			ID: id, Kind: spec.Kind, Argv: append([]string{"flutter"}, spec.Args...), Root: spec.Root,
 			State: stateStarting, StartedAt: time.Now(),
 		},
@@ -785,7 +785,7 @@ func (r *Run) announce() {
 }
 
 // record returns a copy of the run's record.
-func (r *Run) record() store.Run {
+func (r *Run) record() store.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.rec
