@@ -143,7 +143,8 @@ func largeWorkspace(b testing.TB) string {
 				bigTree.err = os.MkdirAll(dir, 0o755)
 			}
 			if bigTree.err == nil {
-				bigTree.err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%06d.dart", i)), []byte("// w\n"), 0o644)
+				src := fmt.Sprintf("// w%06d\nimport 'package:flutter/widgets.dart';\n\nclass W%06d extends StatelessWidget {\n  const W%06d({super.key});\n}\n", i, i, i)
+				bigTree.err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%06d.dart", i)), []byte(src), 0o644)
 			}
 		}
 	})

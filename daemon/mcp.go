@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"log/slog"
 	"mime"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +42,7 @@ const (
 
 const instructions = `flyd is shared by every client on this machine: files, running apps and their logs are the same for all of them.
 Files: workspace:///<path> resources (resources/list is paged; append ?start=N&length=M to read part of a large file); subscribe to be told of changes. fly://project/overview summarises the Flutter project.
+Search: files_find {glob} lists matching files, files_grep {pattern} searches their contents; both answer from a warm index in milliseconds.
 Apps: flutter_run starts the app and returns run_id and log_uri; after editing code call flutter_hot_reload (or flutter_hot_restart) with that run_id; flutter_stop ends it. runs_list shows runs other clients started.
 Logs: logs_read {run_id} returns the newest lines within about 16 KB (page back with before, follow with since=next_since); logs://run/{id} is the same log as a resource, and subscribing to it tells you when it grows.
 Builds: flutter_build waits for the build and returns the artifact path or the failing lines.`
@@ -58,6 +61,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		Logger:                    s.log.With("component", "mcp"),
 		PageSize:                  s.cfg.PageSize,
 		SubscribeHandler:          s.subscribe,
+		CompletionHandler:         s.complete,
 		UnsubscribeHandler:        s.unsubscribe,
 		SupportedProtocolVersions: protocolVersions(),
 		Capabilities: &mcp.ServerCapabilities{
@@ -111,11 +115,21 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) (*session, error) {
 
 var requestSeq atomic.Uint64
 
-// logRequests logs every request: debug for reads, info for tools.
+// logRequests logs every request: debug for reads, info for tools. A
+// handler that panics fails its request with an internal error, logged
+// with its stack, instead of taking down the daemon every client shares.
 func (s *Server) logRequests(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		start := time.Now()
-		res, err := next(ctx, method, req)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					s.log.Error("request handler panicked", logMethod, method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("flyd failed on %s: %v (a bug: please report it)", method, p)}
+				}
+			}()
+			res, err = next(ctx, method, req)
+		}()
 		level := slog.LevelDebug
 		attrs := []slog.Attr{
 			slog.String(logCID, fmt.Sprintf("%x", requestSeq.Add(1))),

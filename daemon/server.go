@@ -304,6 +304,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.RouteMCP, s.serveMCP)
 	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
+	mux.HandleFunc("GET "+wire.RouteGrep, s.serveGrep)
 	s.addRunRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())

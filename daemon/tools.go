@@ -56,6 +56,15 @@ func (s *Server) addTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_create", Title: "Create a project",
 		Description: "Run `flutter create` in a directory of this workspace. It writes files, so it requires confirm: true.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, t.create)
+	mcp.AddTool(srv, &mcp.Tool{Name: "files_find", Title: "Find files",
+		Description: "List the workspace's files whose path matches a glob (**/*.dart, lib/**/{model,view}*.dart), in path order, from flyd's warm index: " +
+			"only served files (no build output, secrets or outside links). Paged with a cursor; total says how many match.",
+		Annotations: readOnly}, t.filesFind)
+	mcp.AddTool(srv, &mcp.Tool{Name: "files_grep", Title: "Search file contents",
+		Description: "Search the contents of the workspace's served files for an RE2 regular expression (or a fixed string with literal: true), line by line, " +
+			"optionally only in files matching a glob, with context lines. Matches are grouped by file in path order, about 16 KB per page; " +
+			"pass next_cursor to continue. Binary and oversized files are skipped and counted.",
+		Annotations: readOnly}, t.filesGrep)
 	mcp.AddTool(srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
 		Description: "List the runs and builds of this workspace (or of every workspace with all: true), newest first, live or finished.",
 		Annotations: readOnly}, t.runsList)

@@ -35,6 +35,8 @@ func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0
+	case errors.Is(err, errNoMatch):
+		return 1 // as grep: nothing matched, nothing to say
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "flyctl: %v\nRun 'flyctl --help' for usage.\n", err)
 		return 2
@@ -56,6 +58,7 @@ Commands:
   runs      list flutter runs and builds
   stop      stop a run or build
   logs      read or follow a run's log (logs tail)
+  grep      search the project's files from flyd's warm index
   socket    print the daemon's socket path
   config    print or write editor MCP configuration (config mcp)
   service   install and control flyd as a user service
@@ -88,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runStop(ctx, args[1:], getenv, stdout, stderr)
 	case "logs":
 		return runLogs(ctx, args[1:], getenv, stdout, stderr)
+	case "grep":
+		return runGrep(ctx, args[1:], getenv, stdout, stderr)
 	case "socket":
 		return runSocket(ctx, args[1:], getenv, stdout, stderr)
 	case "config":

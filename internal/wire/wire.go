@@ -241,3 +241,34 @@ type WorkspaceStatus struct {
 	WatchErrors int    `json:"watch_errors,omitempty"`
 	BuildMS     int64  `json:"index_build_ms"`
 }
+
+// RouteGrep searches a workspace's files: GET with workspace, pattern,
+// literal=1, glob, i=1, context, limit and cursor; the reply is a
+// GrepResult.
+const RouteGrep = "/v1/grep"
+
+// GrepResult is one page of a search of a workspace's files.
+type GrepResult struct {
+	Root          string     `json:"root"`
+	Files         []GrepFile `json:"files"`
+	Matches       int        `json:"matches"`
+	FilesSearched int        `json:"files_searched"`
+	SkippedBinary int        `json:"skipped_binary,omitempty"`
+	SkippedLarge  int        `json:"skipped_large,omitempty"`
+	Truncated     bool       `json:"truncated"`
+	NextCursor    string     `json:"next_cursor,omitempty"`
+}
+
+// GrepFile is a file's matches: its path relative to the root.
+type GrepFile struct {
+	Path    string      `json:"path"`
+	Matches []GrepMatch `json:"matches"`
+}
+
+// GrepMatch is one matching line with its context.
+type GrepMatch struct {
+	Line   int      `json:"line"`
+	Text   string   `json:"text"`
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
+}

@@ -1,0 +1,243 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestGlob(t *testing.T) {
+	paths := []string{
+		"main.dart", "pubspec.yaml", "lib/main.dart", "lib/src/a.dart", "lib/src/b.g.dart", "lib/src/deep/c.dart",
+		"test/a_test.dart", "android/app/build.gradle", "README.md", "lib/x.DART", "lib/{odd}.dart", "lib/[x].dart",
+		"web/index.html", "lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart",
+	}
+	for _, tc := range []struct {
+		glob string
+		want []string
+	}{
+		{"**/*.dart", []string{"main.dart", "lib/main.dart", "lib/src/a.dart", "lib/src/b.g.dart", "lib/src/deep/c.dart", "test/a_test.dart", "lib/{odd}.dart", "lib/[x].dart", "lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart"}},
+		{"*.dart", []string{"main.dart", "lib/main.dart", "lib/src/a.dart", "lib/src/b.g.dart", "lib/src/deep/c.dart", "test/a_test.dart", "lib/{odd}.dart", "lib/[x].dart", "lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart"}},
+		{"lib/*.dart", []string{"lib/main.dart", "lib/{odd}.dart", "lib/[x].dart", "lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart"}},
+		{"lib/**", []string{"lib/main.dart", "lib/src/a.dart", "lib/src/b.g.dart", "lib/src/deep/c.dart", "lib/x.DART", "lib/{odd}.dart", "lib/[x].dart", "lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart"}},
+		{"lib/**/*.dart", []string{"lib/main.dart", "lib/src/a.dart", "lib/src/b.g.dart", "lib/src/deep/c.dart", "lib/{odd}.dart", "lib/[x].dart", "lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart"}},
+		{"lib/src/?.dart", []string{"lib/src/a.dart"}},
+		{"lib/{model,view}_*.dart", []string{"lib/model_user.dart", "lib/view_user.dart"}},
+		{"lib/{model,{view,ctrl}}_user.dart", []string{"lib/model_user.dart", "lib/view_user.dart", "lib/ctrl_user.dart"}},
+		{"lib/[mv]*_user.dart", []string{"lib/model_user.dart", "lib/view_user.dart"}},
+		{"lib/[!mv]*_user.dart", []string{"lib/ctrl_user.dart"}},
+		{"lib/\\{odd\\}.dart", []string{"lib/{odd}.dart"}},
+		{"lib/\\[x\\].dart", []string{"lib/[x].dart"}},
+		{"**/*.{yaml,gradle}", []string{"pubspec.yaml", "android/app/build.gradle"}},
+		{"*.g.dart", []string{"lib/src/b.g.dart"}},
+		{"./lib/main.dart", []string{"lib/main.dart"}},
+		{"README.md", []string{"README.md"}},
+		{"nothing/*", nil},
+	} {
+		g, err := CompileGlob(tc.glob)
+		if err != nil {
+			t.Errorf("CompileGlob(%q) = %v", tc.glob, err)
+			continue
+		}
+		var got []string
+		for _, p := range paths {
+			if g.Match(p) {
+				got = append(got, p)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("glob %q matches %q, want %q", tc.glob, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "/etc/*", "lib/{a,b", "lib/[ab", "x\\", strings.Repeat("{", 40) + "a" + strings.Repeat("}", 40), strings.Repeat("a", 2000)} {
+		if _, err := CompileGlob(bad); !errors.Is(err, ErrGlob) {
+			t.Errorf("CompileGlob(%.30q) = %v, want ErrGlob", bad, err)
+		}
+	}
+}
+
+// FuzzCompileGlob: any pattern compiles or is refused with ErrGlob, never
+// panics, and a compiled one matches paths in time linear in their length
+// (RE2).
+func FuzzCompileGlob(f *testing.F) {
+	for _, s := range []string{"**/*.dart", "lib/{a,b}/[!x]?.dart", "\\*", "[]]", "{,}", "**", "a/**/b", "[a-", "{{{}}}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, pattern string) {
+		g, err := CompileGlob(pattern)
+		if err != nil {
+			if !errors.Is(err, ErrGlob) {
+				t.Fatalf("CompileGlob(%q) = %v, not ErrGlob", pattern, err)
+			}
+			return
+		}
+		for _, p := range []string{"lib/main.dart", "a", "", strings.Repeat("a/", 200) + "b.dart", pattern} {
+			g.Match(p)
+		}
+	})
+}
+
+// searchTree writes files under a new index and returns it, built.
+func searchTree(t *testing.T, files map[string]string) *Index {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := openIndex(root, DefaultRules(), nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		x.Run(ctx)
+	})
+	return x
+}
+
+func grepAll(t *testing.T, x *Index, opt GrepOptions) []string {
+	t.Helper()
+	var out []string
+	for pages := 0; ; pages++ {
+		pg, err := x.Grep(context.Background(), x.Root(), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range pg.Files {
+			for _, m := range f.Matches {
+				out = append(out, fmt.Sprintf("%s:%d:%s", f.Path, m.Line, m.Text))
+			}
+		}
+		if !pg.Truncated {
+			return out
+		}
+		if pages > 10000 {
+			t.Fatal("paging does not end")
+		}
+		opt.After, opt.AfterLine = pg.NextPath, pg.NextLine
+	}
+}
+
+func TestGrepEdgeCases(t *testing.T) {
+	long := strings.Repeat("x", 5000) + "NEEDLE" + strings.Repeat("y", 5000)
+	x := searchTree(t, map[string]string{
+		"lib/a.dart":     "void main() {}\nfinal x = 1;\n// TODO: fix\n",
+		"lib/crlf.dart":  "alpha\r\nbeta end\r\ngamma\r\n",
+		"lib/utf8.dart":  "// café ünïcode 日本語 end\n",
+		"lib/long.dart":  long + "\n",
+		"lib/bin.dart":   "abc\x00def TODO\n",
+		"lib/nolf.dart":  "last line TODO",
+		"build/x.dart":   "TODO in build\n",
+		".env":           "TODO secret\n",
+		"lib/empty.dart": "",
+	})
+	opt := func(p string, lit, ci bool) GrepOptions {
+		re, err := CompilePattern(p, lit, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return GrepOptions{Pattern: re, Limit: 100, Budget: 16 << 10, MaxFile: 1 << 20, MaxLineLen: 300}
+	}
+	for _, tc := range []struct {
+		pattern string
+		lit, ci bool
+		want    []string
+	}{
+		{"TODO", false, false, []string{"lib/a.dart:3:// TODO: fix", "lib/nolf.dart:1:last line TODO"}},
+		{"^final", false, false, []string{"lib/a.dart:2:final x = 1;"}},
+		{"end$", false, false, []string{"lib/crlf.dart:2:beta end", "lib/utf8.dart:1:// café ünïcode 日本語 end"}},
+		{"日本", false, false, []string{"lib/utf8.dart:1:// café ünïcode 日本語 end"}},
+		{"CAFÉ", false, true, []string{"lib/utf8.dart:1:// café ünïcode 日本語 end"}},
+		{"x = 1;", true, false, []string{"lib/a.dart:2:final x = 1;"}},
+		{"x.=", false, false, []string{"lib/a.dart:2:final x = 1;"}},
+		{"x.=", true, false, nil},
+	} {
+		got := grepAll(t, x, opt(tc.pattern, tc.lit, tc.ci))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("grep %q (literal %v, ci %v) = %q, want %q", tc.pattern, tc.lit, tc.ci, got, tc.want)
+		}
+	}
+	got := grepAll(t, x, opt("NEEDLE", false, false))
+	if len(got) != 1 || !strings.Contains(got[0], "NEEDLE") || !strings.HasPrefix(strings.TrimPrefix(got[0], "lib/long.dart:1:"), "…") || !strings.HasSuffix(got[0], "…") || len(got[0]) > 400 {
+		t.Errorf("a match in a 10 KB line = %.100q (%d bytes), want it cut around the match and marked", got, len(got[0]))
+	}
+	pg, _ := x.Grep(context.Background(), x.Root(), opt("TODO", false, false))
+	if pg.SkippedBinary != 1 {
+		t.Errorf("skipped binary = %d, want 1", pg.SkippedBinary)
+	}
+	small := opt("TODO", false, false)
+	small.MaxFile = 10
+	if pg, _ := x.Grep(context.Background(), x.Root(), small); pg.SkippedLarge == 0 {
+		t.Errorf("a 10-byte cap skipped no file as large: %+v", pg)
+	}
+}
+
+// TestGrepPagingExactlyOnce pages through 3,000 matches in 300 files with
+// small pages and budgets: every match comes exactly once, in order.
+func TestGrepPagingExactlyOnce(t *testing.T) {
+	files := map[string]string{}
+	var want []string
+	for i := range 300 {
+		p := fmt.Sprintf("lib/f%03d.dart", i)
+		var b strings.Builder
+		for j := range 10 {
+			fmt.Fprintf(&b, "match %d %d\nother\n", i, j)
+			want = append(want, fmt.Sprintf("%s:%d:match %d %d", p, 2*j+1, i, j))
+		}
+		files[p] = b.String()
+	}
+	x := searchTree(t, files)
+	re, _ := CompilePattern("match", false, false)
+	for _, tc := range []struct{ limit, budget int }{{7, 1 << 20}, {1000, 300}, {1, 1}} {
+		got := grepAll(t, x, GrepOptions{Pattern: re, Limit: tc.limit, Budget: tc.budget, MaxFile: 1 << 20})
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d budget %d: %d matches, want %d in order", tc.limit, tc.budget, len(got), len(want))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := x.Grep(ctx, x.Root(), GrepOptions{Pattern: re, Limit: 10, Budget: 1 << 20, MaxFile: 1 << 20}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Grep with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	files := map[string]string{}
+	for i := range 50 {
+		files[fmt.Sprintf("lib/f%02d.dart", i)] = ""
+		files[fmt.Sprintf("lib/f%02d.yaml", i)] = ""
+	}
+	x := searchTree(t, files)
+	g, _ := CompileGlob("**/*.dart")
+	var got []string
+	after := ""
+	for {
+		page, total := x.Find(g, after, 7)
+		if total != 50 {
+			t.Fatalf("total = %d, want 50", total)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, f := range page {
+			got = append(got, f.Path)
+		}
+		after = page[len(page)-1].Path
+	}
+	if len(got) != 50 || !slices.IsSorted(got) {
+		t.Errorf("paged %d files (sorted %v), want 50 in order", len(got), slices.IsSorted(got))
+	}
+}

@@ -1,0 +1,293 @@
+package daemon
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Search defaults and bounds.
+const (
+	defaultFindLimit = 200
+	maxFindLimit     = 5000
+	defaultGrepLimit = 100
+	maxGrepLimit     = 1000
+	maxGrepContext   = 5
+	grepLineLen      = 300 // longer lines are cut around the match
+)
+
+type findParams struct {
+	Glob   string `json:"glob" jsonschema:"a glob relative to the workspace root: ** any directories, * and ? within a name, {a,b} alternatives, [a-z] classes; a glob without / matches at any depth (*.dart is **/*.dart)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many URIs (default 200, at most 5000)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+}
+
+type findResult struct {
+	URIs       []string `json:"uris"`
+	Total      int      `json:"total" jsonschema:"how many files match in all"`
+	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent on the last"`
+}
+
+// cursor is the opaque position of a search page.
+type searchCursor struct {
+	Path string `json:"p"`
+	Line int    `json:"l,omitempty"`
+}
+
+func encodeSearchCursor(c searchCursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeSearchCursor(s string) (searchCursor, error) {
+	var c searchCursor
+	if s == "" {
+		return c, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, fmt.Errorf("invalid cursor %q: pass back the next_cursor of the previous page", s)
+	}
+	return c, nil
+}
+
+// filesFind lists the workspace's files that match a glob, from the warm
+// index, in path order.
+func (t tools) filesFind(ctx context.Context, req *mcp.CallToolRequest, p findParams) (*mcp.CallToolResult, findResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, findResult{}, err
+	}
+	g, err := index.CompileGlob(p.Glob)
+	if err != nil {
+		return nil, findResult{}, fmt.Errorf("%v", err)
+	}
+	limit := p.Limit
+	switch {
+	case limit <= 0:
+		limit = defaultFindLimit
+	case limit > maxFindLimit:
+		return nil, findResult{}, fmt.Errorf("limit %d is over %d", limit, maxFindLimit)
+	}
+	cur, err := decodeSearchCursor(p.Cursor)
+	if err != nil {
+		return nil, findResult{}, err
+	}
+	files, total := sess.ws.index.Find(g, cur.Path, limit)
+	res := findResult{URIs: make([]string, 0, len(files)), Total: total}
+	for _, f := range files {
+		res.URIs = append(res.URIs, workspaceURI(f.Path))
+	}
+	if len(files) == limit {
+		if more, _ := sess.ws.index.Find(g, files[len(files)-1].Path, 1); len(more) > 0 {
+			res.NextCursor = encodeSearchCursor(searchCursor{Path: files[len(files)-1].Path})
+		}
+	}
+	text := strings.Join(res.URIs, "\n")
+	if res.NextCursor != "" {
+		text += fmt.Sprintf("\n… %d of %d shown: call again with cursor %q", len(files), total, res.NextCursor)
+	} else if total == 0 {
+		text = "no file matches " + p.Glob
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil
+}
+
+type grepParams struct {
+	Pattern         string `json:"pattern" jsonschema:"an RE2 regular expression, matched line by line (or a fixed string with literal: true)"`
+	Literal         bool   `json:"literal,omitempty" jsonschema:"treat pattern as a fixed string"`
+	Glob            string `json:"glob,omitempty" jsonschema:"search only the files that match this glob (see files_find)"`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
+	Context         int    `json:"context,omitempty" jsonschema:"lines of context before and after each match (0-5)"`
+	Limit           int    `json:"limit,omitempty" jsonschema:"at most this many matches (default 100, at most 1000)"`
+	Cursor          string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+}
+
+type grepFileOut struct {
+	URI     string            `json:"uri"`
+	Matches []index.GrepMatch `json:"matches"`
+}
+
+type grepResult struct {
+	Files         []grepFileOut `json:"files"`
+	Matches       int           `json:"matches"`
+	FilesSearched int           `json:"files_searched"`
+	SkippedBinary int           `json:"skipped_binary,omitempty"`
+	SkippedLarge  int           `json:"skipped_large,omitempty"`
+	Truncated     bool          `json:"truncated" jsonschema:"more matches follow: pass next_cursor to read them"`
+	NextCursor    string        `json:"next_cursor,omitempty"`
+}
+
+// grepOptions turns a request into index.GrepOptions.
+func (s *Server) grepOptions(p grepParams) (index.GrepOptions, error) {
+	re, err := index.CompilePattern(p.Pattern, p.Literal, p.CaseInsensitive)
+	if err != nil {
+		return index.GrepOptions{}, fmt.Errorf("%v", err)
+	}
+	opt := index.GrepOptions{Pattern: re, Context: p.Context, Limit: p.Limit, Budget: defaultTextBudget,
+		MaxFile: s.cfg.MaxReadBytes, MaxLineLen: grepLineLen}
+	if p.Glob != "" {
+		if opt.Glob, err = index.CompileGlob(p.Glob); err != nil {
+			return index.GrepOptions{}, fmt.Errorf("%v", err)
+		}
+	}
+	switch {
+	case p.Context < 0 || p.Context > maxGrepContext:
+		return index.GrepOptions{}, fmt.Errorf("context %d is not 0 to %d", p.Context, maxGrepContext)
+	case opt.Limit <= 0:
+		opt.Limit = defaultGrepLimit
+	case opt.Limit > maxGrepLimit:
+		return index.GrepOptions{}, fmt.Errorf("limit %d is over %d", opt.Limit, maxGrepLimit)
+	}
+	cur, err := decodeSearchCursor(p.Cursor)
+	if err != nil {
+		return index.GrepOptions{}, err
+	}
+	opt.After, opt.AfterLine = cur.Path, cur.Line
+	return opt, nil
+}
+
+// grep runs one page of a search of w.
+func (s *Server) grep(ctx context.Context, w *workspace, p grepParams) (grepResult, error) {
+	opt, err := s.grepOptions(p)
+	if err != nil {
+		return grepResult{}, err
+	}
+	pg, err := w.index.Grep(ctx, w.fsys(), opt)
+	if err != nil {
+		return grepResult{}, err
+	}
+	res := grepResult{Files: []grepFileOut{}, Matches: pg.Matches, FilesSearched: pg.Searched,
+		SkippedBinary: pg.SkippedBinary, SkippedLarge: pg.SkippedLarge, Truncated: pg.Truncated}
+	for _, f := range pg.Files {
+		res.Files = append(res.Files, grepFileOut{URI: workspaceURI(f.Path), Matches: f.Matches})
+	}
+	if pg.Truncated {
+		res.NextCursor = encodeSearchCursor(searchCursor{Path: pg.NextPath, Line: pg.NextLine})
+	}
+	return res, nil
+}
+
+// filesGrep searches the contents of the workspace's files from the warm
+// index, within a byte budget per page.
+func (t tools) filesGrep(ctx context.Context, req *mcp.CallToolRequest, p grepParams) (*mcp.CallToolResult, grepResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, grepResult{}, err
+	}
+	res, err := t.s.grep(ctx, sess.ws, p)
+	if err != nil {
+		return nil, grepResult{}, err
+	}
+	var b strings.Builder
+	for _, f := range res.Files {
+		b.WriteString(f.URI)
+		b.WriteByte('\n')
+		for _, m := range f.Matches {
+			for i, l := range m.Before {
+				fmt.Fprintf(&b, "%d-%s\n", m.Line-len(m.Before)+i, l)
+			}
+			fmt.Fprintf(&b, "%d:%s\n", m.Line, m.Text)
+			for i, l := range m.After {
+				fmt.Fprintf(&b, "%d-%s\n", m.Line+1+i, l)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "%d matches in %d files; %d files searched", res.Matches, len(res.Files), res.FilesSearched)
+	if n := res.SkippedBinary + res.SkippedLarge; n > 0 {
+		fmt.Fprintf(&b, " (%d binary and %d large files skipped)", res.SkippedBinary, res.SkippedLarge)
+	}
+	if res.Truncated {
+		fmt.Fprintf(&b, "\n… more matches follow: call again with cursor %q", res.NextCursor)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, res, nil
+}
+
+// maxCompletions bounds one completion/complete answer.
+const maxCompletions = 100
+
+// complete answers completion/complete: paths of the workspace for the
+// workspace:///{+path} template, from the warm index.
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	res := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	p := req.Params
+	if p == nil || p.Ref == nil || p.Ref.Type != "ref/resource" || p.Ref.URI != "workspace:///{+path}" || p.Argument.Name != "path" {
+		return res, nil
+	}
+	sess, err := s.sessionOf(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	prefix := p.Argument.Value
+	for _, f := range sess.ws.index.After(prefix, sess.ws.index.Len()) {
+		if !strings.HasPrefix(f.Path, prefix) {
+			break
+		}
+		if len(res.Completion.Values) == maxCompletions {
+			res.Completion.HasMore = true
+			break
+		}
+		res.Completion.Values = append(res.Completion.Values, f.Path)
+	}
+	if f, ok := sess.ws.index.Lookup(prefix); ok && prefix != "" {
+		res.Completion.Values = append([]string{f.Path}, res.Completion.Values...)
+		if len(res.Completion.Values) > maxCompletions {
+			res.Completion.Values = res.Completion.Values[:maxCompletions]
+			res.Completion.HasMore = true
+		}
+	}
+	res.Completion.Total = len(res.Completion.Values)
+	return res, nil
+}
+
+// serveGrep is GET /v1/grep?workspace=DIR&pattern=…: files_grep for
+// flyctl grep, as JSON (wire.GrepResult).
+func (s *Server) serveGrep(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ctxN := 0
+	if v := q.Get("context"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			http.Error(w, "context must be a number", http.StatusBadRequest)
+			return
+		}
+		ctxN = n
+	}
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	p := grepParams{Pattern: q.Get("pattern"), Literal: q.Get("literal") == "1", Glob: q.Get("glob"),
+		CaseInsensitive: q.Get("i") == "1", Context: ctxN, Limit: limit, Cursor: q.Get("cursor")}
+	ws, err := s.ws.acquire(q.Get("workspace"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorReply{Error: err.Error()})
+		return
+	}
+	defer s.ws.release(ws)
+	res, err := s.grep(r.Context(), ws, p)
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, context.Canceled) {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, errorReply{Error: err.Error()})
+		return
+	}
+	out := wire.GrepResult{Root: ws.root, Matches: res.Matches, FilesSearched: res.FilesSearched,
+		SkippedBinary: res.SkippedBinary, SkippedLarge: res.SkippedLarge, Truncated: res.Truncated, NextCursor: res.NextCursor}
+	for _, f := range res.Files {
+		rel := strings.TrimPrefix(f.URI, workspacePrefix)
+		gf := wire.GrepFile{Path: rel}
+		for _, m := range f.Matches {
+			gf.Matches = append(gf.Matches, wire.GrepMatch{Line: m.Line, Text: m.Text, Before: m.Before, After: m.After})
+		}
+		out.Files = append(out.Files, gf)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkSearch measures files_find and files_grep through the shim on
+// the large generated workspace, against what a client without flyd uses:
+// @modelcontextprotocol/server-filesystem's search_files (from npm, in
+// testdata/conformance; skipped with a note when it is not installed) and
+// a cold rg process with a warm page cache (skipped when rg is absent).
+// Each side's answer is checked to hold the same number of matches.
+// Reports ms of each and ratios baseline/fly (goal: find ≥ 1000, grep > 1).
+func BenchmarkSearch(b *testing.B) {
+	root := largeWorkspace(b)
+	e := flytest.NewEnv(b)
+	d := flytest.StartFlyd(b, e, "--log-level", "info")
+	cs := viaShim(e)(b, "searcher", root, nil)
+	ctx := context.Background()
+	call := func(name string, args map[string]any, out any) time.Duration {
+		start := time.Now()
+		res := callTool(b, cs, name, args, out)
+		if res.IsError {
+			b.Fatalf("%s: %s", name, toolText(res))
+		}
+		return time.Since(start)
+	}
+	var f findResult
+	call("files_find", map[string]any{"glob": "**/*.dart"}, &f) // warm
+	rssBefore := rssKB(d.Cmd.Process.Pid)
+
+	b.Run("find", func(b *testing.B) {
+		var fly time.Duration
+		for b.Loop() {
+			fly += call("files_find", map[string]any{"glob": "**/*.dart"}, &f)
+		}
+		flyMS := float64(fly.Microseconds()) / float64(b.N) / 1000
+		b.ReportMetric(flyMS, "ms/fly")
+		b.ReportMetric(float64(f.Total), "files")
+		bin := filepath.Join("..", "testdata", "conformance", "node_modules", ".bin")
+		if _, err := os.Stat(filepath.Join(bin, "mcp-server-filesystem")); err != nil {
+			b.Log("server-filesystem is not installed (run the conformance tests once, or npm ci in testdata/conformance): no baseline")
+			return
+		}
+		node := filepath.Join(bin, "node")
+		cmd := exec.Command(node, filepath.Join(bin, "mcp-server-filesystem"), root)
+		fs := connectClient(b, "baseline", &mcp.CommandTransport{Command: cmd}, nil)
+		start := time.Now()
+		res, err := fs.CallTool(ctx, &mcp.CallToolParams{Name: "search_files", Arguments: map[string]any{"path": root, "pattern": "**/*.dart"}})
+		base := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("search_files: %v %s", err, toolText(res))
+		}
+		if n := strings.Count(toolText(res), ".dart"); n != f.Total {
+			b.Errorf("search_files found %d files, files_find %d", n, f.Total)
+		}
+		b.ReportMetric(float64(base.Microseconds())/1000, "ms/server-filesystem")
+		b.ReportMetric(float64(base.Microseconds())/1000/flyMS, "ratio")
+	})
+
+	for _, tc := range []struct {
+		name, pattern string
+		literal       bool
+		rgArgs        []string
+	}{
+		{"grep-literal", "W012345", true, []string{"-F", "W012345"}},
+		{"grep-regexp", `W0123\d\d\b`, false, []string{`W0123\d\d\b`}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var fly time.Duration
+			matches := 0
+			for b.Loop() {
+				matches = 0
+				cursor := ""
+				for {
+					var g grepResult
+					args := map[string]any{"pattern": tc.pattern, "literal": tc.literal, "limit": 1000}
+					if cursor != "" {
+						args["cursor"] = cursor
+					}
+					fly += call("files_grep", args, &g)
+					matches += g.Matches
+					if !g.Truncated {
+						break
+					}
+					cursor = g.NextCursor
+				}
+			}
+			flyMS := float64(fly.Microseconds()) / float64(b.N) / 1000
+			b.ReportMetric(flyMS, "ms/fly")
+			b.ReportMetric(float64(matches), "matches")
+			rg, err := exec.LookPath("rg")
+			if err != nil {
+				b.Log("rg is not installed (apt-get install ripgrep): no baseline")
+				return
+			}
+			var base time.Duration
+			for range 3 {
+				start := time.Now()
+				out, err := exec.Command(rg, append([]string{"--no-heading", "-n"}, append(tc.rgArgs, root)...)...).Output()
+				base += time.Since(start)
+				if err != nil {
+					b.Fatalf("rg: %v", err)
+				}
+				if n := bytes.Count(out, []byte("\n")); n != matches {
+					b.Errorf("rg found %d matching lines, files_grep %d", n, matches)
+				}
+			}
+			baseMS := float64(base.Microseconds()) / 3 / 1000
+			b.ReportMetric(baseMS, "ms/rg")
+			b.ReportMetric(baseMS/flyMS, "ratio")
+		})
+	}
+	b.ReportMetric(float64(rssKB(d.Cmd.Process.Pid)-rssBefore), "flyd-rss-KB-added")
+}
+
+// rssKB is the resident set of pid in KiB, from /proc; 0 where unknown.
+func rssKB(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
