@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -186,12 +187,9 @@ func walkBucket(bk *bolt.Bucket) error {
 		}
 		return nil
 	})
-	touched = sum
+	runtime.KeepAlive(sum) // the reads must happen
 	return err
 }
-
-// touched keeps walkBucket's reads from being optimised away.
-var touched byte
 
 // openBoltChecked opens the file, refusing one whose meta pages do not
 // match it, and checks it page by page when the last flyd did not close

@@ -98,10 +98,9 @@ func literalSuffix(p string) string {
 }
 
 type globCompiler struct {
-	src   string
-	pos   int
-	out   *strings.Builder
-	depth int
+	src string
+	pos int
+	out *strings.Builder
 }
 
 // seq compiles a sequence up to the end, or, inside braces, up to the ',' or

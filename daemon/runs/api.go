@@ -104,5 +104,5 @@ func (r *Run) Restart(ctx context.Context, full bool) (RestartResult, error) {
 	if err := json.Unmarshal(m.Result, &res); err != nil {
 		return RestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what, r.id, m.Result)
 	}
-	return RestartResult{Code: res.Code, Message: res.Message}, nil
+	return RestartResult(res), nil
 }
