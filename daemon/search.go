@@ -82,15 +82,13 @@ func (t tools) filesFind(ctx context.Context, req *mcp.CallToolRequest, p findPa
 	if err != nil {
 		return nil, findResult{}, err
 	}
-	files, total := sess.ws.index.Find(g, cur.Path, limit)
+	files, total, more := sess.ws.index.Find(g, cur.Path, limit)
 	res := findResult{URIs: make([]string, 0, len(files)), Total: total}
 	for _, f := range files {
 		res.URIs = append(res.URIs, workspaceURI(f.Path))
 	}
-	if len(files) == limit {
-		if more, _ := sess.ws.index.Find(g, files[len(files)-1].Path, 1); len(more) > 0 {
-			res.NextCursor = encodeSearchCursor(searchCursor{Path: files[len(files)-1].Path})
-		}
+	if more {
+		res.NextCursor = encodeSearchCursor(searchCursor{Path: files[len(files)-1].Path})
 	}
 	text := strings.Join(res.URIs, "\n")
 	if res.NextCursor != "" {

@@ -67,6 +67,19 @@ func TestSearchStaysInside(t *testing.T) {
 		t.Errorf("files_grep %s = %q (binary skipped %d), want %q and one binary skipped", needle, got, grep.SkippedBinary, wantGrep)
 	}
 
+	// A searched (so cached) file that changes is searched as it is now.
+	writeTree(t, root, map[string]string{"lib/src/util.dart": "// changed\n"})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var g grepResult
+		callTool(t, cs, "files_grep", map[string]any{"pattern": "changed|" + needle + " twice"}, &g)
+		if g.Matches == 1 && g.Files[0].Matches[0].Text == "// changed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files_grep still sees the old contents of util.dart: %+v", g)
+		}
+	}
+
 	// A file made during the session is found; a deleted one is gone.
 	writeTree(t, root, map[string]string{"lib/later.dart": "// " + needle + " later\n"})
 	os.Remove(filepath.Join(root, "lib", "main.dart"))

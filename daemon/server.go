@@ -464,7 +464,7 @@ func (s *Server) status() Status {
 		is := w.index.Stats()
 		st.Workspaces = append(st.Workspaces, WorkspaceStatus{
 			Root: w.root, Files: is.Files, Sessions: len(w.connected()),
-			WatchedDirs: is.Dirs, WatchErrors: is.WatchErrors, BuildMS: is.BuildTime.Milliseconds(),
+			WatchedDirs: is.Dirs, WatchErrors: is.WatchErrors, BuildMS: is.BuildTime.Milliseconds(), CacheBytes: is.CacheBytes,
 		})
 	}
 	slices.SortFunc(st.Workspaces, func(a, b WorkspaceStatus) int { return strings.Compare(a.Root, b.Root) })

@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 )
@@ -25,6 +26,14 @@ type Glob struct {
 	pattern string
 	re      *regexp.Regexp
 	suffix  string // a literal every match ends with: a cheap first test
+
+	// The common shapes "**/S" and "D/**/S", where D is a literal
+	// directory and S one name pattern without braces, are matched
+	// without the regexp: a prefix test and path.Match on the base name.
+	fast     bool
+	fastDir  string // D + "/", or ""
+	fastName string // S, in path.Match syntax
+	anyName  bool   // S is "*" and a literal: the suffix test is the whole test
 }
 
 // Bounds of a glob, so that a hostile pattern cannot make flyd compile a
@@ -66,7 +75,27 @@ func CompileGlob(pattern string) (*Glob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrGlob, pattern, err)
 	}
-	return &Glob{pattern: pattern, re: re, suffix: literalSuffix(p)}, nil
+	g := &Glob{pattern: pattern, re: re, suffix: literalSuffix(p)}
+	g.fastDir, g.fastName, g.fast = fastShape(p)
+	g.anyName = g.fast && strings.HasPrefix(g.fastName, "*") && !strings.ContainsAny(g.fastName[1:], "*?[") && g.suffix == g.fastName[1:]
+	return g, nil
+}
+
+// fastShape recognizes "**/S" and "D/**/S" (see Glob).
+func fastShape(p string) (dir, name string, ok bool) {
+	i := strings.LastIndex(p, "**/")
+	if i < 0 {
+		return "", "", false
+	}
+	head, name := p[:i], p[i+3:]
+	if strings.ContainsAny(name, "/{}\\") || strings.ContainsAny(head, "*?[]{}\\") || (head != "" && !strings.HasSuffix(head, "/")) {
+		return "", "", false
+	}
+	name = strings.ReplaceAll(name, "[!", "[^")
+	if _, err := path.Match(name, ""); err != nil {
+		return "", "", false
+	}
+	return head, name, true
 }
 
 // String returns the pattern as given.
@@ -76,6 +105,16 @@ func (g *Glob) String() string { return g.pattern }
 func (g *Glob) Match(p string) bool {
 	if g.suffix != "" && !strings.HasSuffix(p, g.suffix) {
 		return false
+	}
+	if g.fast {
+		if !strings.HasPrefix(p, g.fastDir) {
+			return false
+		}
+		if g.anyName {
+			return true
+		}
+		ok, _ := path.Match(g.fastName, path.Base(p))
+		return ok
 	}
 	return g.re.MatchString(p)
 }

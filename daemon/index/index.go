@@ -113,6 +113,8 @@ type Stats struct {
 	Dirs        int           // directories watched
 	BuildTime   time.Duration // of the initial build, watches included
 	WatchErrors int           // watches that could not be added (e.g. the inotify limit)
+	CacheFiles  int           // files whose contents grep keeps in memory
+	CacheBytes  int           // their size
 }
 
 // Index is the shared, live index of the served files under one workspace
@@ -135,6 +137,7 @@ type Index struct {
 	watcher  *fsnotify.Watcher
 
 	files       atomic.Pointer[[]File]
+	cache       contentCache // file contents grep has read
 	buildTime   time.Duration
 	nDirs       atomic.Int64
 	watchErrors atomic.Int64
@@ -276,11 +279,14 @@ func (x *Index) Files() []File {
 
 // Stats returns the size and health of the index.
 func (x *Index) Stats() Stats {
+	cf, cb := x.cache.size()
 	return Stats{
 		Files:       x.Len(),
 		Dirs:        int(x.nDirs.Load()),
 		BuildTime:   x.buildTime,
 		WatchErrors: int(x.watchErrors.Load()),
+		CacheFiles:  cf,
+		CacheBytes:  cb,
 	}
 }
 

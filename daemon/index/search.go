@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -17,18 +18,24 @@ import (
 )
 
 // Find returns the files of the index that match g, in path order: up to
-// limit of those that sort after after (""), and how many match in all.
-func (x *Index) Find(g *Glob, after string, limit int) (files []File, total int) {
+// limit of those that sort after after (""), how many match in all, and
+// whether more than limit match after after. It is one pass over the
+// index.
+func (x *Index) Find(g *Glob, after string, limit int) (files []File, total int, more bool) {
 	for _, f := range x.Files() {
 		if !g.Match(f.Path) {
 			continue
 		}
 		total++
-		if f.Path > after && len(files) < limit {
-			files = append(files, f)
+		if f.Path > after {
+			if len(files) < limit {
+				files = append(files, f)
+			} else {
+				more = true
+			}
 		}
 	}
-	return files, total
+	return files, total, more
 }
 
 // GrepOptions is what Grep looks for and how much it returns.
@@ -113,8 +120,10 @@ func (x *Index) Grep(ctx context.Context, root *os.Root, opt GrepOptions) (GrepP
 		next := make(chan int)
 		for range min(workers, len(batch)) {
 			wg.Go(func() {
+				var d dirCache
+				defer d.close()
 				for i := range next {
-					results[i] = grepFile(ctx, root, batch[i], opt)
+					results[i] = x.grepFile(ctx, &d, root, batch[i], opt)
 				}
 			})
 		}
@@ -189,12 +198,52 @@ type fileResult struct {
 	skip    skipReason
 }
 
-// grepFile searches one file.
-func grepFile(ctx context.Context, root *os.Root, rel string, opt GrepOptions) fileResult {
+// dirCache keeps the directory of the last file a worker read open as a
+// root of its own: files come in path order, so mostly from the same
+// directory, and opening a name in it is one system call, where opening
+// a whole path through the workspace's root walks every element.
+type dirCache struct {
+	dir  string
+	root *os.Root // nil when dir could not be opened
+}
+
+// open returns the root of rel's directory, through root.
+func (d *dirCache) open(root *os.Root, rel string) *os.Root {
+	dir := path.Dir(rel)
+	if dir == d.dir && d.dir != "" {
+		return d.root
+	}
+	d.close()
+	d.dir = dir
+	d.root, _ = root.OpenRoot(filepath.FromSlash(dir))
+	return d.root
+}
+
+func (d *dirCache) close() {
+	if d.root != nil {
+		d.root.Close()
+	}
+	d.dir, d.root = "", nil
+}
+
+// grepFile searches the file rel: from the content cache, else from disk
+// through the worker's directory cache d.
+func (x *Index) grepFile(ctx context.Context, d *dirCache, root *os.Root, rel string, opt GrepOptions) fileResult {
 	if ctx.Err() != nil {
 		return fileResult{skip: skipOther}
 	}
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	data, ok, epoch := x.cache.get(rel)
+	if ok {
+		if int64(len(data)) > opt.MaxFile {
+			return fileResult{skip: skipLarge}
+		}
+		return searchData(data, opt)
+	}
+	dir := d.open(root, rel)
+	if dir == nil {
+		return fileResult{skip: skipOther}
+	}
+	f, err := dir.OpenFile(path.Base(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return fileResult{skip: skipOther}
 	}
@@ -213,10 +262,18 @@ func grepFile(ctx context.Context, root *os.Root, rel string, opt GrepOptions) f
 	if _, err := io.Copy(buf, io.LimitReader(f, opt.MaxFile+1)); err != nil && !errors.Is(err, io.EOF) {
 		return fileResult{skip: skipOther}
 	}
-	data := buf.Bytes()
+	data = buf.Bytes()
 	if int64(len(data)) > opt.MaxFile {
 		return fileResult{skip: skipLarge}
 	}
+	if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) < 0 {
+		x.cache.put(rel, data, epoch)
+	}
+	return searchData(data, opt)
+}
+
+// searchData searches one file's contents.
+func searchData(data []byte, opt GrepOptions) fileResult {
 	if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) >= 0 {
 		return fileResult{skip: skipBinary}
 	}

@@ -225,7 +225,7 @@ func TestFind(t *testing.T) {
 	var got []string
 	after := ""
 	for {
-		page, total := x.Find(g, after, 7)
+		page, total, _ := x.Find(g, after, 7)
 		if total != 50 {
 			t.Fatalf("total = %d, want 50", total)
 		}

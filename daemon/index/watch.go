@@ -112,6 +112,12 @@ func (x *Index) flush(pending map[string]fsnotify.Op, rescan bool) {
 		files, ch = x.apply(old, pending)
 	}
 	x.nDirs.Store(int64(len(x.dirs)))
+	// Cached contents go before the change is published.
+	if _, rootEvent := pending[""]; rescan || rootEvent {
+		x.cache.drop(nil, true)
+	} else if len(pending) > 0 {
+		x.cache.drop(slices.Concat(slices.Collect(maps.Keys(pending)), ch.Updated, ch.Removed), false)
+	}
 	if ch.empty() {
 		return
 	}

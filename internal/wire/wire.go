@@ -240,6 +240,7 @@ type WorkspaceStatus struct {
 	WatchedDirs int    `json:"watched_dirs"`
 	WatchErrors int    `json:"watch_errors,omitempty"`
 	BuildMS     int64  `json:"index_build_ms"`
+	CacheBytes  int    `json:"grep_cache_bytes,omitempty"` // file contents kept for files_grep
 }
 
 // RouteGrep searches a workspace's files: GET with workspace, pattern,

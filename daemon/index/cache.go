@@ -1,0 +1,77 @@
+package index
+
+import "sync"
+
+// Bounds of the content cache.
+const (
+	cacheBudget  = 64 << 20  // bytes of file contents kept, across the workspace
+	cacheMaxFile = 256 << 10 // larger files are read each time
+)
+
+// contentCache keeps the contents of files grep has read, so that the
+// next search reads memory, not the disk: within cacheBudget bytes, files
+// of at most cacheMaxFile. The watcher's goroutine drops what changed
+// before it publishes the change (see Index.flush), so an entry is never
+// older than the index itself. A read that races with a change is not
+// stored: every invalidation moves the epoch, and put refuses contents
+// read in an older one.
+type contentCache struct {
+	mu    sync.Mutex
+	epoch uint64
+	bytes int
+	m     map[string][]byte
+}
+
+// get returns the cached contents of rel and the epoch to pass to put
+// after reading it from disk on a miss.
+func (c *contentCache) get(rel string) (data []byte, ok bool, epoch uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	data, ok = c.m[rel]
+	return data, ok, c.epoch
+}
+
+// put stores a copy of data, read from disk in epoch, if nothing changed
+// since and the budget allows.
+func (c *contentCache) put(rel string, data []byte, epoch uint64) {
+	if len(data) > cacheMaxFile {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if epoch != c.epoch || c.bytes+len(data) > cacheBudget {
+		return
+	}
+	if c.m == nil {
+		c.m = make(map[string][]byte)
+	}
+	if old, ok := c.m[rel]; ok {
+		c.bytes -= len(old)
+	}
+	c.m[rel] = append([]byte(nil), data...)
+	c.bytes += len(data)
+}
+
+// drop forgets paths, or everything when all is set.
+func (c *contentCache) drop(paths []string, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	if all {
+		c.m, c.bytes = nil, 0
+		return
+	}
+	for _, p := range paths {
+		if old, ok := c.m[p]; ok {
+			c.bytes -= len(old)
+			delete(c.m, p)
+		}
+	}
+}
+
+// size returns the cached files and bytes.
+func (c *contentCache) size() (files, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m), c.bytes
+}
