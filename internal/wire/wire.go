@@ -128,7 +128,7 @@ func CheckPeer(self, peer, header string) error {
 type Run struct {
 	RunID        string    `json:"run_id"`
 	Kind         string    `json:"kind"`  // run, build or tool
-	State        string    `json:"state"` // starting, running, stopped, exited, failed or interrupted
+	State        string    `json:"state"` // starting, running, stopped, exited, failed, cancelled or interrupted
 	Argv         []string  `json:"argv"`
 	Root         string    `json:"root"`
 	PID          int       `json:"pid,omitempty"`
