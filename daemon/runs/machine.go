@@ -72,6 +72,25 @@ type machineWire struct {
 // start with `[{` and end with `}]`, does not hold exactly one JSON
 // object, or holds neither an event, a method nor an id. It never fails
 // otherwise, and does not keep line.
+// appLogPrefix is how flutter_tools writes an app.log event: the event
+// name first, then its params object.
+var appLogPrefix = []byte(`[{"event":"app.log","params":{`)
+
+// parseAppLog decodes the params of an app.log line written in the usual
+// order, the most frequent line by far, in one pass; ok is false for any
+// other line (parseMachineLine then decodes it in general).
+func parseAppLog(line []byte) (p machineAppLogParams, ok bool) {
+	line = bytes.TrimRight(line, "\r\n")
+	n := len(line)
+	if !bytes.HasPrefix(line, appLogPrefix) || n < len(appLogPrefix)+3 || string(line[n-3:]) != "}}]" {
+		return p, false
+	}
+	if err := json.Unmarshal(line[len(appLogPrefix)-1:n-2], &p); err != nil {
+		return p, false
+	}
+	return p, true
+}
+
 func parseMachineLine(line []byte) (machineMsg, bool) {
 	line = bytes.TrimRight(line, "\r\n")
 	n := len(line)

@@ -399,3 +399,30 @@ func TestMachineFakeFlutterTranscript(t *testing.T) {
 		t.Errorf("logs = %q", logs)
 	}
 }
+
+// TestParseAppLogFastPath: the one-pass decoding of app.log lines agrees
+// with the general one, and leaves every other line to it.
+func TestParseAppLogFastPath(t *testing.T) {
+	for _, line := range []string{
+		`[{"event":"app.log","params":{"appId":"a","log":"flutter: hi"}}]`,
+		`[{"event":"app.log","params":{"appId":"a","log":"boom","error":true,"stackTrace":"#0 main"}}]` + "\r\n",
+		`[{"event":"app.log","params":{"log":"}}]"}}]`,
+	} {
+		p, ok := parseAppLog([]byte(line))
+		m, mok := parseMachineLine([]byte(line))
+		q, err := machineParams[machineAppLogParams](m)
+		if !ok || !mok || err != nil || p != q {
+			t.Errorf("parseAppLog(%s) = %+v, %v; general: %+v, %v", line, p, ok, q, err)
+		}
+	}
+	for _, line := range []string{
+		`[{"params":{"appId":"a","log":"x"},"event":"app.log"}]`,
+		`[{"event":"app.started","params":{"appId":"a"}}]`,
+		`[{"event":"app.log","params":{"log":`,
+		`flutter: plain`,
+	} {
+		if _, ok := parseAppLog([]byte(line)); ok {
+			t.Errorf("parseAppLog(%s) took a line that is not an app.log in the usual order", line)
+		}
+	}
+}

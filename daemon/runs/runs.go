@@ -48,9 +48,10 @@ const (
 )
 
 // crashSeqJump is how far past its last stored seq an interrupted run's
-// log continues after a crash. It exceeds what can be published without
-// being stored (the store's default queue of 8192 plus one batch of 256),
-// so no seq is reused; readers see the jump as one gap.
+// log continues after a crash when the seq marks cannot say how far it got
+// (see seqMarks). It exceeds what can be published without being stored
+// (the store's default queue of 8192 plus one batch of 256), so no seq is
+// reused; readers see the jump as one gap, and the note says "up to".
 const crashSeqJump = 1 << 14
 
 // maxLine is the longest output line kept whole; longer ones are cut and
@@ -621,7 +622,8 @@ func (r *Run) read(rd io.Reader, stream logring.Stream) {
 }
 
 // readLine returns the next line without its newline, at most maxLine
-// bytes; cut says the rest was skipped.
+// bytes; cut says the rest was skipped. A whole line is br's buffer,
+// valid until the next read: handleLine copies what it keeps.
 func readLine(br *bufio.Reader) (line []byte, cut bool, err error) {
 	b, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
@@ -633,13 +635,17 @@ func readLine(br *bufio.Reader) (line []byte, cut bool, err error) {
 	}
 	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
 	if len(b) > maxLine {
-		return bytes.Clone(b[:maxLine]), true, err
+		return b[:maxLine], true, err
 	}
-	return bytes.Clone(b), false, err
+	return b, false, err
 }
 
 func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool) {
 	if stream == logring.Stdout && r.kind == store.KindRun && !cut {
+		if p, ok := parseAppLog(line); ok {
+			r.appLog(p)
+			return
+		}
 		if m, ok := parseMachineLine(line); ok {
 			r.handleMachine(m)
 			return
@@ -702,14 +708,7 @@ func (r *Run) handleMachine(m machineMsg) {
 	switch m.Event {
 	case machineAppLog:
 		if p, err := machineParams[machineAppLogParams](m); err == nil {
-			stream := logring.Stdout
-			if p.Error {
-				stream = logring.Stderr
-			}
-			r.append(stream, p.Log)
-			if p.StackTrace != "" {
-				r.append(stream, p.StackTrace)
-			}
+			r.appLog(p)
 			return
 		}
 	case machineAppStart:
@@ -754,6 +753,18 @@ func (r *Run) handleMachine(m machineMsg) {
 	r.append(logring.Event, eventText(m))
 	if changed {
 		r.persist()
+	}
+}
+
+// appLog adds the app's output of an app.log event to the log.
+func (r *Run) appLog(p machineAppLogParams) {
+	stream := logring.Stdout
+	if p.Error {
+		stream = logring.Stderr
+	}
+	r.append(stream, p.Log)
+	if p.StackTrace != "" {
+		r.append(stream, p.StackTrace)
 	}
 }
 
