@@ -60,6 +60,9 @@ func (r *Run) Entries(q Query) Page {
 	// Older than the ring: read the store first, reporting any stretch it
 	// no longer holds (trimmed, or dropped under load) as a gap.
 	if ringFirst := r.ring.First(); db != nil && since+1 < ringFirst {
+		// What the ring evicted a moment ago may still be queued for the
+		// store: let it commit, so that it is not reported lost.
+		r.settle(context.Background(), ringFirst-1)
 		if old, err := db.Logs(r.id, since, limit); err == nil {
 			expect := since + 1
 			for _, e := range old {
