@@ -22,8 +22,11 @@ const maxLogRead = 5000
 // logURI names the log of a run: logs://run/{id} or logs://build/{id}
 // (builds and one-shot commands).
 func logURI(kind store.Kind, id string) string {
-	if kind == store.KindRun {
+	switch kind {
+	case store.KindRun:
 		return "logs://run/" + id
+	case store.KindUpstream:
+		return "logs://upstream/" + id
 	}
 	return "logs://build/" + id
 }
@@ -32,8 +35,8 @@ func logURI(kind store.Kind, id string) string {
 // and query.
 func parseLogURI(uri string) (kind, id string, q url.Values, err error) {
 	u, perr := url.Parse(uri)
-	if perr != nil || u.Scheme != "logs" || (u.Host != "run" && u.Host != "build") {
-		return "", "", nil, invalidParams("%q is not a logs://run/{id} or logs://build/{id} URI", uri)
+	if perr != nil || u.Scheme != "logs" || (u.Host != "run" && u.Host != "build" && u.Host != "upstream") {
+		return "", "", nil, invalidParams("%q is not a logs://run/{id}, logs://build/{id} or logs://upstream/{id} URI", uri)
 	}
 	id = strings.TrimPrefix(u.Path, "/")
 	if id == "" || strings.ContainsAny(id, "/\\") {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/overview"
+	"github.com/fly-dev/fly/daemon/upstream"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -66,6 +67,8 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SupportedProtocolVersions: protocolVersions(),
 		Capabilities: &mcp.ServerCapabilities{
 			Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
+			//lint:ignore SA1019 the session-ful versions flyd serves have logging; upstreams use it
+			Logging: &mcp.LoggingCapabilities{}, // upstreams' log messages, at each session's level
 		},
 	})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
@@ -166,9 +169,12 @@ func sessionID(req mcp.Request) string {
 // their precise refusal before the SDK's template lookup.
 func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if res, ok, err := s.proxyUpstream(ctx, method, req, next); ok {
+			return res, err
+		}
 		switch method {
 		case "resources/list":
-			return s.listResources(req.(*mcp.ListResourcesRequest))
+			return s.listResources(ctx, req.(*mcp.ListResourcesRequest))
 		case "resources/read":
 			uri := req.(*mcp.ReadResourceRequest).Params.URI
 			switch {
@@ -221,11 +227,23 @@ func decodeCursor(c string) (head int, after string, err error) {
 // listResources pages through the session's resources: the fixed ones,
 // the logs of the workspace's runs, then the workspace's files in path
 // order.
-func (s *Server) listResources(req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	sess, err := s.sessionOf(req.Session)
 	if err != nil {
 		return nil, err
 	}
+	if req.Params != nil && s.up != nil && upstream.IsCursor(req.Params.Cursor) {
+		return s.listUpstreamResources(ctx, sess, req.Params.Cursor)
+	}
+	res, err := s.listOwnResources(sess, req)
+	if err == nil && res.NextCursor == "" && s.up != nil {
+		res.NextCursor = s.up.FirstCursor() // the upstreams' resources follow flyd's own
+	}
+	return res, err
+}
+
+func (s *Server) listOwnResources(sess *session, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	var err error
 	head, after := 0, ""
 	if req.Params != nil && req.Params.Cursor != "" {
 		if head, after, err = decodeCursor(req.Params.Cursor); err != nil {
@@ -407,6 +425,11 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return err
 	}
 	uri := req.Params.URI
+	if !flydURI(uri) && s.up != nil {
+		if ok, err := s.up.Subscribe(ctx, sess, uri); ok {
+			return err
+		}
+	}
 	key, err := s.subscriptionKey(uri)
 	if err != nil {
 		return err
@@ -427,6 +450,11 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 	sess, err := s.sessionOf(req.Session)
 	if err != nil {
 		return err
+	}
+	if uri := req.Params.URI; !flydURI(uri) && s.up != nil {
+		if ok, err := s.up.Unsubscribe(ctx, sess, uri); ok {
+			return err
+		}
 	}
 	if key, err := s.subscriptionKey(req.Params.URI); err == nil {
 		sess.setSubscribed(key, false)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/fakeupstream"
 	"io"
 	"net"
 	"net/http"
@@ -39,6 +40,10 @@ func runHelper(mode string) int {
 		return runStdioServer()
 	case "flutter":
 		return fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	case "upstream":
+		return fakeupstream.Main(os.Getenv)
+	case "upstream-child":
+		return fakeupstream.Child()
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
 	return 2

@@ -38,7 +38,7 @@ func (s *Server) addPrompts(srv *mcp.Server) {
 	p := prompts{s}
 	stateArg := &mcp.PromptArgument{Name: "state_management", Title: "State management",
 		Description: "setState, provider, riverpod or bloc; default: what the project already depends on, else setState"}
-	srv.AddPrompt(&mcp.Prompt{
+	s.addPrompt(srv, &mcp.Prompt{
 		Name: "scaffold_page", Title: "Scaffold a page",
 		Description: "Create a new Flutter page (screen) that follows this project's conventions, wire it into the app's routing, and check it with a hot reload.",
 		Arguments: []*mcp.PromptArgument{
@@ -47,7 +47,7 @@ func (s *Server) addPrompts(srv *mcp.Server) {
 			stateArg,
 		},
 	}, p.scaffoldPage)
-	srv.AddPrompt(&mcp.Prompt{
+	s.addPrompt(srv, &mcp.Prompt{
 		Name: "scaffold_feature", Title: "Scaffold a feature",
 		Description: "Create a feature module (e.g. data, domain and presentation layers) with its models, repository, state and UI, following this project's layout.",
 		Arguments: []*mcp.PromptArgument{
@@ -56,7 +56,7 @@ func (s *Server) addPrompts(srv *mcp.Server) {
 			stateArg,
 		},
 	}, p.scaffoldFeature)
-	srv.AddPrompt(&mcp.Prompt{
+	s.addPrompt(srv, &mcp.Prompt{
 		Name: "scaffold_api_client", Title: "Scaffold an API client",
 		Description: "Create a typed REST API client (models, errors, timeouts, tests) with package:http or package:dio.",
 		Arguments: []*mcp.PromptArgument{
@@ -66,14 +66,14 @@ func (s *Server) addPrompts(srv *mcp.Server) {
 			{Name: "http_package", Title: "HTTP package", Description: "http or dio; default: the one the project already depends on, else http"},
 		},
 	}, p.scaffoldAPIClient)
-	srv.AddPrompt(&mcp.Prompt{
+	s.addPrompt(srv, &mcp.Prompt{
 		Name: "fix_lints", Title: "Fix lints",
 		Description: "Run the analyzer on the project (or one file or directory), apply dart fix, and fix the remaining diagnostics by hand without changing behaviour.",
 		Arguments: []*mcp.PromptArgument{
 			{Name: "path", Title: "Path", Description: "a file or directory of the workspace, relative to its root, e.g. lib/src; default: the whole project"},
 		},
 	}, p.fixLints)
-	srv.AddPrompt(&mcp.Prompt{
+	s.addPrompt(srv, &mcp.Prompt{
 		Name: "debug_run", Title: "Debug a run",
 		Description: "Diagnose a flutter run or build from its recent log, which is embedded; then fix the cause and verify with a hot reload or a new run.",
 		Arguments: []*mcp.PromptArgument{

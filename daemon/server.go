@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/daemon/upstream"
 	"log/slog"
 	"maps"
 	"net"
@@ -53,6 +54,7 @@ type Config struct {
 	RingBytes       int           // log ring bound per run, bytes of text (default 100 KiB)
 	KeepRuns        int           // finished runs kept in the store (default 100)
 	MaxRunAge       time.Duration // finished runs older than this are deleted (default 7 days)
+	Upstreams       string        // the upstreams file; default Paths.Upstreams(), "-" for none
 
 	Log *slog.Logger // default: discard
 }
@@ -123,7 +125,9 @@ type Server struct {
 	started time.Time
 
 	runs *runs.Engine
-	db   *store.DB // sessions and status; the runs engine has its own use of it
+	db   *store.DB         // sessions and status; the runs engine has its own use of it
+	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
+	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
 	followersCut atomic.Int64 // log followers cut for missing a write deadline
 	lineCaches   sync.Map     // run id → *lineCache: a live run's NDJSON lines, shared by its HTTP followers
@@ -139,7 +143,8 @@ type Server struct {
 // New returns a Server for cfg. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool)}
+	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool),
+		own: make(map[string]bool)}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
 	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes},
@@ -172,6 +177,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopStore()
+	stopUpstreams := s.startUpstreams(db)
+	defer stopUpstreams()
 	if err := prepareSocketDir(p.Socket); err != nil {
 		return err
 	}
@@ -229,8 +236,12 @@ func (s *Server) Run(ctx context.Context) error {
 // shutdown closes the listener, every session and every workspace, and
 // waits for their goroutines.
 func (s *Server) shutdown(hs *http.Server) {
-	// Runs first: no app outlives its daemon, and log followers get their
-	// exit line and end, so the HTTP shutdown below need not wait for them.
+	// Upstreams, then runs: no process outlives its daemon, and log
+	// followers get their exit line and end, so the HTTP shutdown below
+	// need not wait for them.
+	if s.up != nil {
+		s.up.Close()
+	}
 	s.runs.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -305,6 +316,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+wire.RouteMCP, s.serveMCP)
 	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
 	mux.HandleFunc("GET "+wire.RouteGrep, s.serveGrep)
+	mux.HandleFunc("POST "+wire.RouteUpstreams+"{name}/restart", s.serveUpstreamRestart)
 	s.addRunRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
@@ -380,6 +392,10 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		return fmt.Errorf("connect: %w", err)
 	}
 	sess.ss.Store(ss)
+	if s.up != nil {
+		s.up.Join(sess)
+		defer s.up.Leave(sess)
+	}
 	w := sess.ws
 	w.mu.Lock()
 	w.sessions[sess] = true
@@ -468,6 +484,14 @@ func (s *Server) status() Status {
 		})
 	}
 	slices.SortFunc(st.Workspaces, func(a, b WorkspaceStatus) int { return strings.Compare(a.Root, b.Root) })
+	st.Upstreams = []wire.Upstream{}
+	if s.up != nil {
+		ups, cerr := s.up.Status()
+		st.Upstreams = append(st.Upstreams, ups...)
+		if cerr != "" {
+			st.Notices = append(st.Notices, "upstreams config refused (the previous one is kept): "+cerr)
+		}
+	}
 	return st
 }
 

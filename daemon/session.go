@@ -148,3 +148,18 @@ func (c *idConn) notify(method string, params any) error {
 type wsTransport struct{ c *wsConn }
 
 func (t wsTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// The methods below make a session an upstream.Session: upstreams
+// notify, sample and elicit through them.
+
+func (s *session) ID() string              { return s.id }
+func (s *session) Root() string            { return s.ws.root }
+func (s *session) Env() map[string]string  { return s.env }
+func (s *session) MCP() *mcp.ServerSession { return s.ss.Load() }
+
+// Notify sends one notification to this client, once it has initialized.
+func (s *session) Notify(method string, params any) {
+	if s.ready() {
+		_ = s.conn.notify(method, params)
+	}
+}

@@ -32,43 +32,43 @@ func (s *Server) addTools(srv *mcp.Server) {
 	t := tools{s}
 	runsTool := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_run", Title: "Run the app",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_run", Title: "Run the app",
 		Description: "Start `flutter run --machine` in this workspace and wait until the app has started (progress is reported while it builds). " +
 			"The run belongs to flyd, not to this call: every client sees it, can hot-reload or stop it, and read its log at log_uri.",
 		Annotations: runsTool}, t.flutterRun)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_hot_reload", Title: "Hot reload",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_hot_reload", Title: "Hot reload",
 		Description: "Hot-reload a running app (app.restart with fullRestart false). Returns flutter's code and message; a non-zero code is a failed reload.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotReload)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_hot_restart", Title: "Hot restart",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_hot_restart", Title: "Hot restart",
 		Description: "Hot-restart a running app (app.restart with fullRestart true): the app's state is lost.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotRestart)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_stop", Title: "Stop a run",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_stop", Title: "Stop a run",
 		Description: "Stop a run or build: app.stop, then SIGTERM to its process group, then SIGKILL. Waits until every process of the group is gone.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.stop)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_build", Title: "Build the app",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_build", Title: "Build the app",
 		Description: "Run `flutter build <platform>` and wait for it, reporting progress. Returns the exit code, the artifact path, the log URI and, on failure, the tail of the log. " +
 			"Cancelling the call kills the build.",
 		Annotations: runsTool}, t.build)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_devices", Title: "List devices",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_devices", Title: "List devices",
 		Description: "List the devices flutter can run on (`flutter devices --machine`).", Annotations: readOnly}, t.devices)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_doctor", Title: "Flutter doctor",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_doctor", Title: "Flutter doctor",
 		Description: "Run `flutter doctor` and return its report.", Annotations: readOnly}, t.doctor)
-	mcp.AddTool(srv, &mcp.Tool{Name: "flutter_create", Title: "Create a project",
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_create", Title: "Create a project",
 		Description: "Run `flutter create` in a directory of this workspace. It writes files, so it requires confirm: true.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, t.create)
-	mcp.AddTool(srv, &mcp.Tool{Name: "files_find", Title: "Find files",
+	addTool(s.own, srv, &mcp.Tool{Name: "files_find", Title: "Find files",
 		Description: "List the workspace's files whose path matches a glob (**/*.dart, lib/**/{model,view}*.dart), in path order, from flyd's warm index: " +
 			"only served files (no build output, secrets or outside links). Paged with a cursor; total says how many match.",
 		Annotations: readOnly}, t.filesFind)
-	mcp.AddTool(srv, &mcp.Tool{Name: "files_grep", Title: "Search file contents",
+	addTool(s.own, srv, &mcp.Tool{Name: "files_grep", Title: "Search file contents",
 		Description: "Search the contents of the workspace's served files for an RE2 regular expression (or a fixed string with literal: true), line by line, " +
 			"optionally only in files matching a glob, with context lines. Matches are grouped by file in path order, about 16 KB per page; " +
 			"pass next_cursor to continue. Binary and oversized files are skipped and counted.",
 		Annotations: readOnly}, t.filesGrep)
-	mcp.AddTool(srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
+	addTool(s.own, srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
 		Description: "List the runs and builds of this workspace (or of every workspace with all: true), newest first, live or finished.",
 		Annotations: readOnly}, t.runsList)
-	mcp.AddTool(srv, &mcp.Tool{Name: "logs_read", Title: "Read a run's log",
+	addTool(s.own, srv, &mcp.Tool{Name: "logs_read", Title: "Read a run's log",
 		Description: "Read the log of a run or build by run_id or log URI: entries after since (a seq), or the last tail entries, optionally filtered by a grep regular expression. " +
 			"For clients without resource support; logs://run/{id} is the same log as a resource.",
 		Annotations: readOnly}, t.logsRead)

@@ -20,6 +20,9 @@ const (
 	KindRun   Kind = "run"   // flutter run
 	KindBuild Kind = "build" // flutter build
 	KindTool  Kind = "tool"  // a one-shot command: devices, doctor, create
+	// KindUpstream is a shared upstream MCP server: flyd speaks MCP on
+	// its stdio, and its stderr is the log.
+	KindUpstream Kind = "upstream"
 )
 
 // State is where a run is in its life.

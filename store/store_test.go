@@ -424,3 +424,22 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+func TestCache(t *testing.T) {
+	db := mustOpen(t)
+	if _, err := db.GetCache("k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetCache of a new file = %v, want ErrNotFound", err)
+	}
+	if err := db.PutCache("k", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutCache("k", []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.GetCache("k"); err != nil || string(v) != "v2" {
+		t.Fatalf("GetCache = %q, %v; want v2", v, err)
+	}
+	if err := db.PutCache("big", make([]byte, MaxCacheValue+1)); err == nil {
+		t.Fatal("an oversized value was stored")
+	}
+}

@@ -95,6 +95,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	ringKB := fs.Int("log-kb", d.RingBytes>>10, "log text kept in memory per run, in KiB")
 	keepRuns := fs.Int("keep-runs", d.KeepRuns, "finished runs kept on disk")
 	maxRunAge := fs.Duration("max-run-age", d.MaxRunAge, "finished runs older than this are deleted")
+	upstreams := fs.String("upstreams", "", "the file of shared upstream MCP servers (default: upstreams.json in the config directory; - for none)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	fs.Usage = func() {
@@ -155,6 +156,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		RingBytes:       *ringKB << 10,
 		KeepRuns:        *keepRuns,
 		MaxRunAge:       *maxRunAge,
+		Upstreams:       *upstreams,
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/fly-dev/fly/logring"
@@ -105,4 +106,25 @@ func (r *Run) Restart(ctx context.Context, full bool) (RestartResult, error) {
 		return RestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what, r.id, m.Result)
 	}
 	return RestartResult(res), nil
+}
+
+// Stdio is the stdin and stdout of a live upstream (Spec.Command): the
+// caller speaks on them; nil for any other run. The engine closes stdin
+// when the process ends.
+func (r *Run) Stdio() (io.WriteCloser, io.ReadCloser) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kind != store.KindUpstream {
+		return nil, nil
+	}
+	return r.stdin, r.stdout
+}
+
+// Tail returns the text of the newest n entries of the log, oldest first.
+func (r *Run) Tail(n int) []string {
+	var out []string
+	for _, e := range r.ring.Tail(n) {
+		out = append(out, e.Text)
+	}
+	return out
 }

@@ -108,7 +108,8 @@ type Run struct {
 
 	mu        sync.Mutex
 	rec       store.Record
-	stdin     io.WriteCloser // nil unless a live `flutter run`
+	stdin     io.WriteCloser // nil unless a live `flutter run` or upstream
+	stdout    io.ReadCloser  // an upstream's: read by its MCP client, not the engine
 	nextReq   int
 	pending   map[int]chan machineMsg
 	markSlot  int // in the engine's seqMarks; -1 if none
@@ -380,6 +381,10 @@ type Spec struct {
 	// no bound. The check and the start are one step: concurrent Starts
 	// never exceed it.
 	Max int
+	// Command replaces flutter (an upstream MCP server). Its stdin and
+	// stdout are the caller's (Run.Stdio); its stderr is the log.
+	Command string
+	Name    string // shown as Argv[0] instead of Command's path
 }
 
 // LimitError is Start's error when Spec.Max live runs of the kind are
@@ -399,9 +404,15 @@ func (e *LimitError) Error() string {
 // ctx only bounds a build or one-shot command (its cancellation kills the
 // group), never a run.
 func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
-	flutter, err := e.findFlutter(spec.Env)
-	if err != nil {
-		return nil, err
+	flutter, name := spec.Command, spec.Name
+	if flutter == "" {
+		var err error
+		if flutter, err = e.findFlutter(spec.Env); err != nil {
+			return nil, err
+		}
+		name = "flutter"
+	} else if name == "" {
+		name = flutter
 	}
 	key := spec.Root + "\x00" + string(spec.Kind)
 	e.mu.Lock()
@@ -436,7 +447,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		done:     make(chan struct{}),
 		markSlot: -1,
 		rec: store.Record{
-			ID: id, Kind: spec.Kind, Argv: append([]string{"flutter"}, spec.Args...), Root: spec.Root,
+			ID: id, Kind: spec.Kind, Argv: append([]string{name}, spec.Args...), Root: spec.Root,
 			State: stateStarting, StartedAt: time.Now(),
 		},
 	}
@@ -463,16 +474,35 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
+	var stderr io.Reader
+	var stderrW *os.File
+	if spec.Kind == store.KindUpstream {
+		// Not StderrPipe: Wait would close it as soon as the leader exits,
+		// losing the last lines, the ones that say why it died.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		stderr, stderrW, cmd.Stderr = pr, pw, pw
+	} else if stderr, err = cmd.StderrPipe(); err != nil {
 		return nil, err
 	}
-	if spec.Kind == store.KindRun {
+	if spec.Kind == store.KindRun || spec.Kind == store.KindUpstream {
 		if r.stdin, err = cmd.StdinPipe(); err != nil {
 			return nil, err
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if spec.Kind == store.KindUpstream {
+		r.stdout, stdout = stdout, nil
+	}
+	err = cmd.Start()
+	if stderrW != nil {
+		stderrW.Close() // the child has its copy
+		if err != nil {
+			stderr.(io.Closer).Close()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", flutter, err)
 	}
 	pid := cmd.Process.Pid
@@ -517,7 +547,7 @@ func runEnv(env map[string]string) []string {
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
-		if k == flypaths.EnvSocket || k == flypaths.EnvStateDir {
+		if k == flypaths.EnvSocket || k == flypaths.EnvStateDir || k == flypaths.EnvConfigDir {
 			continue // flyd's own; a child that runs flyctl finds flyd by the defaults
 		}
 		out = append(out, k+"="+v)
@@ -530,10 +560,22 @@ func runEnv(env map[string]string) []string {
 // it ended.
 func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 	var readers sync.WaitGroup
-	readers.Go(func() { r.read(stdout, logring.Stdout) })
+	if stdout != nil {
+		readers.Go(func() { r.read(stdout, logring.Stdout) })
+	}
 	readers.Go(func() { r.read(stderr, logring.Stderr) })
-	readers.Wait()
-	err := cmd.Wait()
+	var err error
+	if r.kind == store.KindUpstream {
+		// An upstream ends with its leader: what it started (an analysis
+		// server) goes with it, and only then is its stderr complete.
+		err = cmd.Wait()
+		_ = killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		readers.Wait()
+		stderr.(io.Closer).Close()
+	} else {
+		readers.Wait()
+		err = cmd.Wait()
+	}
 
 	code := -1
 	if cmd.ProcessState != nil {

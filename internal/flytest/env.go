@@ -29,8 +29,9 @@ func NewEnv(t testing.TB) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	p := paths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state")}
-	return &Env{Dir: dir, Paths: p, Vars: append(os.Environ(), paths.EnvSocket+"="+p.Socket, paths.EnvStateDir+"="+p.StateDir)}
+	p := paths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state"), ConfigDir: filepath.Join(dir, "config")}
+	return &Env{Dir: dir, Paths: p, Vars: append(os.Environ(),
+		paths.EnvSocket+"="+p.Socket, paths.EnvStateDir+"="+p.StateDir, paths.EnvConfigDir+"="+p.ConfigDir)}
 }
 
 // Getenv is the environment of an in-process flyctl: only fly's paths.
@@ -40,6 +41,8 @@ func (e *Env) Getenv(k string) string {
 		return e.Paths.Socket
 	case paths.EnvStateDir:
 		return e.Paths.StateDir
+	case paths.EnvConfigDir:
+		return e.Paths.ConfigDir
 	}
 	return ""
 }

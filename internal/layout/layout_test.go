@@ -33,13 +33,14 @@ var rules = []struct {
 	{mod + "/daemon/index", []string{"=" + mod + "/daemon", goSDK, mod + "/store"}},
 	{mod + "/daemon/overview", []string{"=" + mod + "/daemon", goSDK}},
 	{mod + "/daemon/runs", []string{"=" + mod + "/daemon", goSDK}},
+	{mod + "/daemon/upstream", []string{"=" + mod + "/daemon", mod + "/daemon/runs", mod + "/store", bbolt}},
 	{mod + "/cmd/flyd", []string{mod + "/shim"}},
 	{mod + "/cmd/flyctl", []string{mod + "/daemon", mod + "/store", bbolt}},
 }
 
 // stdlibOnly are the internal packages that several top-level packages
 // share: they import nothing but the standard library (and each other).
-var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire"}
+var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig"}
 
 // shimAllowed is everything outside the standard library the shim may
 // link: it is in every editor's process list, so it stays tiny.

@@ -23,14 +23,27 @@ const MaxSocketPath = 103
 
 // Environment variables that override the defaults.
 const (
-	EnvSocket   = "FLY_SOCKET"
-	EnvStateDir = "FLY_STATE_DIR"
+	EnvSocket    = "FLY_SOCKET"
+	EnvStateDir  = "FLY_STATE_DIR"
+	EnvConfigDir = "FLY_CONFIG_DIR"
 )
 
 // Paths is where one user's fly files live.
 type Paths struct {
 	StateDir string // holds fly.db, flyd.lock, token, flyd.log
 	Socket   string // the daemon's Unix socket
+	// ConfigDir holds the user's upstreams.json: never a project's
+	// directory. "" when no home is known: then there is none.
+	ConfigDir string
+}
+
+// Upstreams is the user's file of shared upstream MCP servers, in the
+// mcpServers shape editors use.
+func (p Paths) Upstreams() string {
+	if p.ConfigDir == "" {
+		return ""
+	}
+	return filepath.Join(p.ConfigDir, "upstreams.json")
 }
 
 // Lock is the file flyd holds an exclusive flock on while it runs.
@@ -57,7 +70,28 @@ func Resolve(getenv func(string) string) (Paths, error) {
 	if p.Socket, err = socket(getenv); err != nil {
 		return Paths{}, err
 	}
+	p.ConfigDir = configDir(getenv, p.StateDir)
 	return p, nil
+}
+
+// configDir is $XDG_CONFIG_HOME/fly (~/.config/fly) on Linux and the
+// state directory on macOS, where Application Support holds both.
+func configDir(getenv func(string) string, state string) string {
+	if d := getenv(EnvConfigDir); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+	}
+	if runtime.GOOS == "darwin" {
+		return state
+	}
+	if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "fly")
+	}
+	if home := getenv("HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".config", "fly")
+	}
+	return ""
 }
 
 func stateDir(getenv func(string) string) (string, error) {

@@ -22,13 +22,16 @@ const Protocol = 1
 // Routes served by flyd. The {id} routes are net/http patterns: a client
 // replaces "{id}" with a run id.
 const (
-	RouteMCP      = "/v1/mcp"
-	RouteStatus   = "/v1/status"
-	RouteRuns     = "/v1/runs"           // GET: {"runs": [...]}, newest first; ?root=/abs filters
-	RouteRun      = "/v1/runs/{id}"      // GET: one run
-	RouteRunStop  = "/v1/runs/{id}/stop" // POST: stop a run and return its final state
-	RouteRunLogs  = "/v1/runs/{id}/logs" // GET: NDJSON log lines; ?after=SEQ&tail=N&follow=1
-	ContentNDJSON = "application/x-ndjson"
+	RouteMCP     = "/v1/mcp"
+	RouteStatus  = "/v1/status"
+	RouteRuns    = "/v1/runs"           // GET: {"runs": [...]}, newest first; ?root=/abs filters
+	RouteRun     = "/v1/runs/{id}"      // GET: one run
+	RouteRunStop = "/v1/runs/{id}/stop" // POST: stop a run and return its final state
+	RouteRunLogs = "/v1/runs/{id}/logs" // GET: NDJSON log lines; ?after=SEQ&tail=N&follow=1
+	// RouteUpstreams prefixes the upstream routes: POST {name}/restart
+	// restarts every instance of that upstream ("*" for all).
+	RouteUpstreams = "/v1/upstreams/"
+	ContentNDJSON  = "application/x-ndjson"
 )
 
 // The "type" of each NDJSON line of RouteRunLogs.
@@ -216,6 +219,21 @@ type Status struct {
 	Sessions   []Session         `json:"sessions"`
 	Workspaces []WorkspaceStatus `json:"workspaces"`
 	Runs       []Run             `json:"runs"` // live ones
+	Upstreams  []Upstream        `json:"upstreams"`
+}
+
+// Upstream is one running instance of a shared upstream MCP server.
+type Upstream struct {
+	Name      string `json:"name"`
+	Share     string `json:"share"`               // workspace, global or session
+	Workspace string `json:"workspace,omitempty"` // its root; "" when global
+	PID       int    `json:"pid,omitempty"`
+	State     string `json:"state"` // starting, running, restarting
+	Sessions  int    `json:"sessions"`
+	Restarts  int    `json:"restarts"`
+	RSSBytes  int64  `json:"rss_bytes,omitempty"`
+	LogURI    string `json:"log_uri,omitempty"` // logs://upstream/{id}: its stderr
+	Error     string `json:"error,omitempty"`   // why it is not running
 }
 
 // Session describes an MCP session, connected or ended.

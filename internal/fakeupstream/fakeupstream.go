@@ -1,0 +1,224 @@
+// Package fakeupstream is an upstream MCP server for tests, built on the
+// go-sdk: it stands in for dart mcp-server. It records each instance (a
+// file per pid), the roots it was given, and starts a child process that
+// stands in for the Dart analysis server, so that tests can count
+// processes and check that none outlives flyd.
+//
+// Like fakeflutter it is a library: a test binary re-executes itself with
+// FLY_TEST_HELPER=upstream (Main) or upstream-child (Child).
+//
+// Tools: echo {text}; roots (the roots flyd answered); slow {steps}
+// (progress per step, until cancelled); crash (exits 3 after a line on
+// stderr); sample (asks the client for a sampling/createMessage); log
+// {text} (a logging notification); bump (resources/updated for
+// fake://counter); subscriptions (what is subscribed now).
+// Resources: fake://counter; template fake://item/{id}. Prompt: greet.
+package fakeupstream
+
+// Roots, sampling and logging are deprecated from protocol 2026-07-28 on,
+// but the upstreams flyd shares (dart mcp-server first) speak the
+// session-ful versions and use them.
+//lint:file-ignore SA1019 upstreams of the session-ful protocol use roots, sampling and logging
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EnvDir names the directory where instances record themselves:
+// instances/<pid>, children/<pid>, roots/<pid>.
+const EnvDir = "FAKE_UPSTREAM_DIR"
+
+// CounterURI is the subscribable resource.
+const CounterURI = "fake://counter"
+
+type empty struct{}
+
+type textArgs struct {
+	Text string `json:"text"`
+}
+
+type stepsArgs struct {
+	Steps int `json:"steps"`
+}
+
+type textOut struct {
+	Text string `json:"text"`
+}
+
+type listOut struct {
+	Items []string `json:"items"`
+}
+
+// Main serves MCP on stdin and stdout until stdin ends.
+func Main(getenv func(string) string) int {
+	dir := getenv(EnvDir)
+	pid := os.Getpid()
+	record(dir, "instances", pid, "")
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), "FLY_TEST_HELPER=upstream-child")
+	if err := child.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "fake upstream: start child:", err)
+		return 1
+	}
+	record(dir, "children", child.Process.Pid, "")
+	fmt.Fprintf(os.Stderr, "fake upstream %d started, child %d\n", pid, child.Process.Pid)
+
+	var mu sync.Mutex
+	subs := map[string]bool{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-upstream", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
+			mu.Lock()
+			subs[r.Params.URI] = true
+			mu.Unlock()
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
+			mu.Lock()
+			delete(subs, r.Params.URI)
+			mu.Unlock()
+			return nil
+		},
+		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{r.Params.Argument.Value + "-done"}}}, nil
+		},
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo text."}, func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, textOut, error) {
+		return nil, textOut(a), nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "The roots the client gave."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, listOut, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, listOut{}, err
+		}
+		var out []string
+		for _, r := range res.Roots {
+			out = append(out, r.URI)
+		}
+		record(dir, "roots", pid, strings.Join(out, "\n"))
+		return nil, listOut{Items: out}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Report progress each step until cancelled."}, func(ctx context.Context, req *mcp.CallToolRequest, a stepsArgs) (*mcp.CallToolResult, textOut, error) {
+		for i := range a.Steps {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: float64(a.Steps), Message: "step " + strconv.Itoa(i+1)})
+			}
+			select {
+			case <-ctx.Done():
+				record(dir, "cancelled", pid, "")
+				return nil, textOut{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		return nil, textOut{Text: "done"}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "Exit at once."}, func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, textOut, error) {
+		fmt.Fprintln(os.Stderr, "fake upstream crashing on purpose")
+		os.Exit(3)
+		return nil, textOut{}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client to sample."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return nil, textOut{}, err
+		}
+		t, _ := res.Content.(*mcp.TextContent)
+		if t == nil {
+			return nil, textOut{}, fmt.Errorf("sampled %T", res.Content)
+		}
+		return nil, textOut{Text: t.Text}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "log", Description: "Send a log message."}, func(ctx context.Context, req *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, textOut, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: a.Text})
+		return nil, textOut{Text: "logged"}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "bump", Description: "Change fake://counter."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		_ = srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: CounterURI})
+		return nil, textOut{Text: "bumped"}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "subscriptions", Description: "What is subscribed now."}, func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, listOut, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		out := []string{}
+		for u := range subs {
+			out = append(out, u)
+		}
+		slices.Sort(out)
+		return nil, listOut{Items: out}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: CounterURI, Name: "counter", MIMEType: "text/plain"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "count"}}}, nil
+	})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "fake://item/{id}", Name: "item"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "item " + strings.TrimPrefix(r.Params.URI, "fake://item/")}}}, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["name"]}}}}, nil
+	})
+	err := srv.Run(context.Background(), &mcp.StdioTransport{})
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake upstream:", err)
+	}
+	return 0
+}
+
+// Child stands in for the analysis server: it waits to be killed.
+func Child() int {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	<-c
+	return 0
+}
+
+func record(dir, kind string, pid int, content string) {
+	if dir == "" {
+		return
+	}
+	d := filepath.Join(dir, kind)
+	_ = os.MkdirAll(d, 0o755)
+	_ = os.WriteFile(filepath.Join(d, strconv.Itoa(pid)), []byte(content), 0o644)
+}
+
+// PIDs returns the pids recorded under dir/kind.
+func PIDs(dir, kind string) []int {
+	es, _ := os.ReadDir(filepath.Join(dir, kind))
+	var out []int
+	for _, e := range es {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Alive reports whether pid is a live process (not a zombie).
+func Alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc (macOS): signal 0 is all we know
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
