@@ -59,6 +59,7 @@ Commands:
   stop      stop a run or build
   logs      read or follow a run's log (logs tail)
   grep      search the project's files from flyd's warm index
+  upstream  share your other MCP servers (dart mcp-server) through flyd
   socket    print the daemon's socket path
   config    print or write editor MCP configuration (config mcp)
   service   install and control flyd as a user service
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runLogs(ctx, args[1:], getenv, stdout, stderr)
 	case "grep":
 		return runGrep(ctx, args[1:], getenv, stdout, stderr)
+	case "upstream", "upstreams":
+		return runUpstream(ctx, args[1:], getenv, stdout, stderr)
 	case "socket":
 		return runSocket(ctx, args[1:], getenv, stdout, stderr)
 	case "config":

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/fakeupstream"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,8 +28,13 @@ import (
 // whose flutter is this test binary acting as internal/fakeflutter.
 
 func TestMain(m *testing.M) {
-	if os.Getenv("FLY_TEST_HELPER") == "flutter" {
+	switch os.Getenv("FLY_TEST_HELPER") {
+	case "flutter":
 		os.Exit(fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	case "upstream":
+		os.Exit(fakeupstream.Main(os.Getenv))
+	case "upstream-child":
+		os.Exit(fakeupstream.Child())
 	}
 	if wd, err := os.Getwd(); err == nil {
 		testdata = filepath.Join(wd, "testdata") // tests may t.Chdir

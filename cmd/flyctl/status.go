@@ -139,7 +139,7 @@ const statusUsage = `Usage:
 
 Shows the daemon's version, pid, uptime, socket, state directory and the
 size of its database, then its workspaces, its MCP sessions (client,
-peer pid, workspace) and its live runs. --json prints flyd's status
+peer pid, workspace), its live runs and its shared upstream MCP servers. --json prints flyd's status
 document as is; its fields may grow but never change meaning.
 
 Exits 1 when flyd is not running.
@@ -210,6 +210,10 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 			pid = strconv.Itoa(r.PID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, pid, startedAt(r.StartedAt, now, tty), r.Root)
+	}
+	if len(st.Upstreams) > 0 {
+		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
+		writeUpstreams(tw, st.Upstreams)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/spf13/pflag"
+)
+
+const upstreamUsage = `Usage:
+  flyctl upstream add NAME [--share workspace|global|session] [--prefix P] [--env K=V]... [--timeout D] [--force] -- COMMAND [ARGS...]
+  flyctl upstream list [--json]
+  flyctl upstream remove NAME
+  flyctl upstream restart NAME|--all
+
+Upstreams are your other MCP servers (dart mcp-server first), run by flyd
+once and shared by every client: by default one process per workspace, so
+five editors on one project share one Dart analysis server. Their tools
+and prompts appear as NAME_<tool>; their resources keep their URIs.
+
+They live in %s
+(the mcpServers shape editors use; paste entries there if you like). flyd
+picks up changes at once: an upstream whose entry changed is restarted,
+the others are left alone. flyd never reads this from a project.
+
+  add      adds (or with --force replaces) an entry
+  list     shows the entries and, if flyd runs, their processes
+  remove   removes an entry; flyd stops its processes
+  restart  restarts the processes of an entry (or all, with --all)
+
+Flags:
+%s
+Examples:
+  flyctl upstream add dart -- dart mcp-server
+  flyctl upstream add fs --share global -- npx -y @modelcontextprotocol/server-filesystem /home/me/notes
+  flyctl upstream list
+  flyctl upstream restart dart
+`
+
+type upstreamOptions struct {
+	share, prefix string
+	env           []string
+	timeout       time.Duration
+	force, asJSON bool
+	all           bool
+}
+
+func newUpstreamFlags(o *upstreamOptions) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("flyctl upstream", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.StringVar(&o.share, "share", "", "add: workspace (default: one process per project), global (one for all) or session (one per client)")
+	fs.StringVar(&o.prefix, "prefix", "", "add: the prefix of its tool and prompt names (default NAME)")
+	fs.StringArrayVar(&o.env, "env", nil, "add: an environment variable `K=V` for it (repeatable); it also gets the first client's environment")
+	fs.DurationVar(&o.timeout, "timeout", 0, "add: how long one call may take (default 2m)")
+	fs.BoolVar(&o.force, "force", false, "add: replace an entry of the same name")
+	fs.BoolVar(&o.asJSON, "json", false, "list: print JSON")
+	fs.BoolVar(&o.all, "all", false, "restart: every upstream")
+	return fs
+}
+
+func runUpstream(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var o upstreamOptions
+	fs := newUpstreamFlags(&o)
+	p, err := paths.Resolve(getenv)
+	if err != nil {
+		return err
+	}
+	file := p.Upstreams()
+	if len(args) == 0 {
+		return usagef("upstream needs a verb: add, list, remove or restart")
+	}
+	verb := args[0]
+	if verb == "-h" || verb == "--help" || verb == "help" {
+		fmt.Fprintf(stdout, upstreamUsage, file, fs.FlagUsages())
+		return nil
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, upstreamUsage, file, fs.FlagUsages())
+			return nil
+		}
+		return usagef("upstream %s: %v", verb, err)
+	}
+	if file == "" {
+		return errors.New("cannot find your config directory: set HOME, XDG_CONFIG_HOME or " + paths.EnvConfigDir)
+	}
+	switch verb {
+	case "add":
+		return upstreamAdd(fs, o, file, stderr)
+	case "list":
+		if fs.NArg() > 0 {
+			return usagef("upstream list takes no arguments")
+		}
+		return upstreamList(ctx, o, file, getenv, stdout)
+	case "remove", "rm":
+		if fs.NArg() != 1 {
+			return usagef("upstream remove takes one NAME")
+		}
+		return editUpstreams(file, func(f *mcpconfig.File) error {
+			if !f.Remove(fs.Arg(0)) {
+				return fmt.Errorf("no upstream named %q in %s (flyctl upstream list)", fs.Arg(0), file)
+			}
+			fmt.Fprintf(stderr, "flyctl: removed %s from %s; flyd stops its processes\n", fs.Arg(0), file)
+			return nil
+		})
+	case "restart":
+		name := "*"
+		switch {
+		case o.all && fs.NArg() == 0:
+		case !o.all && fs.NArg() == 1:
+			name = fs.Arg(0)
+		default:
+			return usagef("upstream restart takes one NAME, or --all")
+		}
+		c, err := newClient(getenv)
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Restarted int `json:"restarted"`
+		}
+		if err := c.callJSON(ctx, http.MethodPost, wire.RouteUpstreams+url.PathEscape(name)+"/restart", nil, &res); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "restarted %d process(es)\n", res.Restarted)
+		return nil
+	}
+	return usagef("unknown upstream verb %q: add, list, remove or restart", verb)
+}
+
+func upstreamAdd(fs *pflag.FlagSet, o upstreamOptions, file string, stderr io.Writer) error {
+	if fs.NArg() < 2 || fs.ArgsLenAtDash() != 1 {
+		return usagef("upstream add needs NAME -- COMMAND [ARGS...]")
+	}
+	srv := mcpconfig.Server{Name: fs.Arg(0), Command: fs.Arg(1), Args: fs.Args()[2:], Share: o.share, Prefix: o.prefix, TimeoutSec: o.timeout.Seconds()}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usagef("--env %q: want K=V", kv)
+		}
+		if srv.Env == nil {
+			srv.Env = map[string]string{}
+		}
+		srv.Env[k] = v
+	}
+	return editUpstreams(file, func(f *mcpconfig.File) error {
+		if _, ok := f.Server(srv.Name); ok && !o.force {
+			return fmt.Errorf("%s already has an upstream named %q; pass --force to replace it", file, srv.Name)
+		}
+		f.Put(srv)
+		fmt.Fprintf(stderr, "flyctl: added %s to %s; its tools appear as %s_<tool> in every client\n", srv.Name, file, srv.ToolPrefix())
+		return nil
+	})
+}
+
+// editUpstreams applies edit to the upstreams file and writes it back
+// (0600, its directory 0700), refusing a result flyd would refuse.
+func editUpstreams(file string, edit func(*mcpconfig.File) error) error {
+	f, err := mcpconfig.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := edit(f); err != nil {
+		return err
+	}
+	if _, err := mcpconfig.Upstreams(f); err != nil {
+		return fmt.Errorf("not written: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	return mcpconfig.WriteFile(file, f, 0o600)
+}
+
+func upstreamList(ctx context.Context, o upstreamOptions, file string, getenv func(string) string, stdout io.Writer) error {
+	f, err := mcpconfig.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var st status
+	running := false
+	if c, err := newClient(getenv); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		running = c.getJSON(cctx, wire.RouteStatus, &st) == nil
+		cancel()
+	}
+	if o.asJSON {
+		type entry struct {
+			Name      string           `json:"name"`
+			Config    mcpconfig.Server `json:"config"`
+			Processes []wire.Upstream  `json:"processes"`
+		}
+		out := struct {
+			File      string  `json:"file"`
+			Upstreams []entry `json:"upstreams"`
+		}{File: file, Upstreams: []entry{}}
+		for _, s := range f.Servers {
+			e := entry{Name: s.Name, Config: s, Processes: []wire.Upstream{}}
+			for _, u := range st.Upstreams {
+				if u.Name == s.Name {
+					e.Processes = append(e.Processes, u)
+				}
+			}
+			out.Upstreams = append(out.Upstreams, e)
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		return writeIndentedJSON(stdout, b)
+	}
+	if len(f.Servers) == 0 {
+		fmt.Fprintf(stdout, "no upstreams in %s; add one with: flyctl upstream add dart -- dart mcp-server\n", file)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAME\tSHARE\tCOMMAND\n")
+	for _, s := range f.Servers {
+		share := s.SharedAs()
+		if s.Disabled {
+			share += " (disabled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, share, strings.Join(append([]string{s.Command}, s.Args...), " "))
+	}
+	if running && len(st.Upstreams) > 0 {
+		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
+		writeUpstreams(tw, st.Upstreams)
+	}
+	return tw.Flush()
+}
+
+// writeUpstreams writes one row per upstream process.
+func writeUpstreams(tw io.Writer, ups []wire.Upstream) {
+	for _, u := range ups {
+		pid, rss, ws := "-", "-", u.Workspace
+		if u.PID > 0 {
+			pid = strconv.Itoa(u.PID)
+		}
+		if u.RSSBytes > 0 {
+			rss = humanBytes(u.RSSBytes)
+		}
+		if ws == "" {
+			ws = "(" + u.Share + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", u.Name, u.State, pid, u.Sessions, u.Restarts, rss, ws)
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeupstream"
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestUpstreamAddListRemove(t *testing.T) {
+	e := flytest.NewEnv(t)
+	mustFlyctl(t, e.Getenv, "upstream", "add", "dart", "--env", "A=b", "--", "dart", "mcp-server", "--force-roots-fallback")
+	if _, errs, code := flyctl(t, e.Getenv, "upstream", "add", "dart", "--", "dart"); code != 1 || !strings.Contains(errs, "--force") {
+		t.Fatalf("adding a name twice exited %d: %s", code, errs)
+	}
+	if _, errs, code := flyctl(t, e.Getenv, "upstream", "add", "two", "--prefix", "dart", "--", "x"); code != 1 || !strings.Contains(errs, "both name their tools dart_*") {
+		t.Fatalf("a colliding prefix exited %d: %s", code, errs)
+	}
+	mustFlyctl(t, e.Getenv, "upstream", "add", "fs", "--share", "global", "--", "npx", "-y", "server-filesystem")
+	fi, err := os.Stat(e.Paths.Upstreams())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("upstreams.json: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	f, err := mcpconfig.ReadFile(e.Paths.Upstreams())
+	if err != nil || len(f.Servers) != 2 || f.Servers[0].Env["A"] != "b" || strings.Join(f.Servers[0].Args, " ") != "mcp-server --force-roots-fallback" {
+		t.Fatalf("file = %+v, %v", f, err)
+	}
+	var list struct {
+		Upstreams []struct {
+			Name   string `json:"name"`
+			Config struct {
+				Command string `json:"command"`
+				Share   string `json:"share"`
+			} `json:"config"`
+		} `json:"upstreams"`
+	}
+	if err := json.Unmarshal([]byte(mustFlyctl(t, e.Getenv, "upstream", "list", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Upstreams) != 2 || list.Upstreams[1].Name != "fs" || list.Upstreams[1].Config.Share != "global" || list.Upstreams[0].Config.Command != "dart" {
+		t.Fatalf("list --json = %+v", list)
+	}
+	if out := mustFlyctl(t, e.Getenv, "upstream", "list"); !strings.Contains(out, "dart mcp-server --force-roots-fallback") {
+		t.Fatalf("list = %s", out)
+	}
+	mustFlyctl(t, e.Getenv, "upstream", "remove", "dart")
+	if _, errs, code := flyctl(t, e.Getenv, "upstream", "remove", "dart"); code != 1 || !strings.Contains(errs, `no upstream named "dart"`) {
+		t.Fatalf("removing twice exited %d: %s", code, errs)
+	}
+	if _, _, code := flyctl(t, e.Getenv, "upstream", "add", "x"); code != 2 {
+		t.Fatalf("add without a command exited %d, want 2", code)
+	}
+}
+
+func TestUpstreamRestartAndStatus(t *testing.T) {
+	e := flytest.NewEnv(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mustFlyctl(t, e.Getenv, "upstream", "add", "fake", "--env", "FLY_TEST_HELPER=upstream", "--env", fakeupstream.EnvDir+"="+dir, "--", exe, "-test.run=^$")
+	flytest.StartFlyd(t, e)
+	ws := flutterProject(t)
+	_, bin := flytest.Binaries(t)
+	cmd := exec.Command(bin, "mcp", "--workspace", ws)
+	cmd.Env = e.Vars
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("fake_echo: %v %v", res, err)
+	}
+	if out := mustFlyctl(t, e.Getenv, "status"); !strings.Contains(out, "UPSTREAM") || !strings.Contains(out, "fake") || !strings.Contains(out, "running") {
+		t.Fatalf("status does not show the upstream:\n%s", out)
+	}
+	before := fakeupstream.PIDs(dir, "instances")
+	if out := mustFlyctl(t, e.Getenv, "upstream", "restart", "fake"); out != "restarted 1 process(es)\n" {
+		t.Fatalf("restart = %q", out)
+	}
+	if _, errs, code := flyctl(t, e.Getenv, "upstream", "restart", "nope"); code != 1 || !strings.Contains(errs, `no upstream named "nope"`) {
+		t.Fatalf("restart of an unknown upstream exited %d: %s", code, errs)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(fakeupstream.PIDs(dir, "instances")) == len(before) {
+		if time.Now().After(deadline) {
+			t.Fatal("no new upstream process after restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
