@@ -21,7 +21,13 @@ func conformanceDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")); err == nil {
+	installed := true
+	for _, bin := range []string{"mcp-inspector", "mcp-server-everything", "mcp-server-filesystem", "node"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", bin)); err != nil {
+			installed = false
+		}
+	}
+	if installed {
 		return dir
 	}
 	if _, err := exec.LookPath("npm"); err != nil {

@@ -80,10 +80,10 @@ func (s *Server) newMCPServer() *mcp.Server {
 	for _, r := range s.fixedResources() {
 		srv.AddResource(r, s.readFixed)
 	}
-	for _, kind := range []string{"run", "build"} {
+	for kind, what := range map[string]string{"run": "a flutter run", "build": "a flutter build", "upstream": "a shared upstream MCP server (its stderr)"} {
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{
 			Name: "log-" + kind, Title: "Log of a " + kind, MIMEType: "text/plain", URITemplate: "logs://" + kind + "/{id}",
-			Description: "The log of a flutter " + kind + ": one line per entry (seq, time, stream, text). Add ?since=SEQ, ?tail=N or ?start=&length=; _meta gives first_seq, last_seq and total.",
+			Description: "The log of " + what + ": one line per entry (seq, time, stream, text). Add ?since=SEQ, ?tail=N or ?start=&length=; _meta gives first_seq, last_seq and total.",
 		}, s.readLog)
 	}
 	s.addTools(srv)

@@ -91,6 +91,9 @@ func (u *upEnv) connect(t *testing.T, name, ws string) *upClient {
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "sampled by " + name}}, nil
 		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
 	})
 	_, flyctl := flytest.Binaries(t)
 	cmd := exec.Command(flyctl, "mcp", "--workspace", ws)

@@ -68,6 +68,9 @@ type instance struct {
 	roots    map[string]bool
 }
 
+// progressGrace is how long progress is still routed after its call.
+const progressGrace = 2 * time.Second
+
 type progressRoute struct {
 	session string
 	token   any
@@ -568,11 +571,14 @@ func (in *instance) clientOptions() *mcp.ClientOptions {
 			s := in.users[r.session]
 			in.mu.Unlock()
 			if !ok || s == nil || s.MCP() == nil {
+				in.m.log.Debug("upstream progress for no live call", "upstream", in.srv.Name, "token", tok)
 				return
 			}
 			p := *req.Params
 			p.ProgressToken = r.token
-			_ = s.MCP().NotifyProgress(ctx, &p)
+			if err := s.MCP().NotifyProgress(ctx, &p); err != nil {
+				in.m.log.Debug("progress not delivered", "upstream", in.srv.Name, "session", s.ID(), "error", err)
+			}
 		},
 	}
 }
@@ -599,9 +605,13 @@ func (in *instance) withProgress(s Session, token any) (any, func()) {
 	in.progress[ours] = progressRoute{session: s.ID(), token: token}
 	in.mu.Unlock()
 	return ours, func() {
-		in.mu.Lock()
-		delete(in.progress, ours)
-		in.mu.Unlock()
+		// The go-sdk may hand flyd the upstream's last progress after the
+		// call's result: keep routing it for a moment.
+		time.AfterFunc(progressGrace, func() {
+			in.mu.Lock()
+			delete(in.progress, ours)
+			in.mu.Unlock()
+		})
 	}
 }
 
