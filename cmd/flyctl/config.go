@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/spf13/pflag"
 )
 
 const configUsage = `Usage:
   flyctl config mcp --client CLIENT [--workspace DIR] [--flyctl PATH] [--write]
+  flyctl config mcp --client CLIENT --import [--write]
 
 Prints the MCP configuration that makes an editor run "flyctl mcp", as a
 whole config file; with --write, merges it into the editor's config file
@@ -41,12 +43,19 @@ replaced atomically (a temporary file and a rename; a symlink's target is
 written), and a file that is not valid JSON (comments included) is left
 alone with an error. Where the snippet went is reported on stderr.
 
+--import moves the editor's own stdio MCP servers (dart mcp-server, …)
+into flyd's upstreams.json, so that flyd runs each once per workspace for
+every client, and leaves only "fly" (flyctl mcp) in the editor's file;
+their tools then appear as NAME_<tool>. URL servers stay. It prints the
+plan; with --write it applies it, backing the editor's file up first.
+
 Flags:
 %s
 Examples:
   flyctl config mcp --client vscode
   flyctl config mcp --client cursor --write
   flyctl config mcp --client claude --workspace ~/src/my_app --write
+  flyctl config mcp --client claude-code --import --write
 `
 
 // mcpClient is an editor that runs MCP servers from a JSON config file.
@@ -118,6 +127,7 @@ type configOptions struct {
 	workspace string
 	flyctl    string
 	write     bool
+	imp       bool
 }
 
 func newConfigFlags(o *configOptions) *pflag.FlagSet {
@@ -128,6 +138,7 @@ func newConfigFlags(o *configOptions) *pflag.FlagSet {
 	fs.StringVar(&o.workspace, "workspace", "", "the project `DIR` (default: the current directory)")
 	fs.StringVar(&o.flyctl, "flyctl", "", "the flyctl `PATH` the editor runs (default: flyctl on the editor's PATH; for claude, this flyctl's absolute path)")
 	fs.BoolVar(&o.write, "write", false, "merge the server into the editor's config file instead of printing it")
+	fs.BoolVar(&o.imp, "import", false, "move the editor's own stdio servers into flyd's upstreams.json, leaving flyctl mcp in their place (prints the plan; --write applies it, keeping a backup)")
 	return fs
 }
 
@@ -158,6 +169,9 @@ func runConfigMCP(_ context.Context, args []string, getenv func(string) string, 
 	entry, err := mc.entry(o.flyctl, dir, getenv)
 	if err != nil {
 		return err
+	}
+	if o.imp {
+		return runImport(mc, dir, entry, o.write, getenv, stdout, stderr)
 	}
 	if !o.write {
 		doc, err := marshalIndented(map[string]map[string]serverEntry{mc.key: {serverName: entry}})
@@ -459,4 +473,34 @@ func sameJSON(a, b []byte) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return bytes.Equal(xb, yb)
+}
+
+// runImport prints, or with write applies, the move of the editor's
+// stdio servers into flyd's upstreams.json.
+func runImport(mc mcpClient, dir string, fly serverEntry, write bool, getenv func(string) string, stdout, stderr io.Writer) error {
+	name, err := mc.path(dir, getenv)
+	if err != nil {
+		return err
+	}
+	p, err := paths.Resolve(getenv)
+	if err != nil {
+		return err
+	}
+	if p.Upstreams() == "" {
+		return errors.New("cannot find your config directory: set HOME, XDG_CONFIG_HOME or " + paths.EnvConfigDir)
+	}
+	plan, err := planImport(mc, name, p.Upstreams(), fly)
+	if err != nil {
+		return err
+	}
+	plan.print(stdout)
+	if !write {
+		fmt.Fprintf(stderr, "flyctl: nothing written; run again with --write to apply this\n")
+		return nil
+	}
+	if err := plan.apply(stderr); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "flyctl: %s\n", mc.howToUse)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,61 @@ func TestUpstreamRestartAndStatus(t *testing.T) {
 			t.Fatal("no new upstream process after restart")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestConfigImport(t *testing.T) {
+	e := flytest.NewEnv(t)
+	dir := t.TempDir()
+	editor := `{
+  "mcpServers": {
+    "dart": {"type": "stdio", "command": "dart", "args": ["mcp-server"], "env": {"K": "v"}},
+    "remote": {"type": "http", "url": "https://example.com/mcp"},
+    "notes": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]}
+  },
+  "other": {"kept": 1.50}
+}
+`
+	mcpJSON := dir + "/.mcp.json"
+	if err := os.WriteFile(mcpJSON, []byte(editor), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := flyctl(t, e.Getenv, "config", "mcp", "--client", "claude-code", "--workspace", dir, "--import")
+	if code != 0 || !strings.Contains(out, "move dart (dart mcp-server)") || !strings.Contains(out, "move notes") || !strings.Contains(out, "keep remote") || !strings.Contains(errs, "--write") {
+		t.Fatalf("plan exited %d:\n%s\n%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(mcpJSON); string(b) != editor {
+		t.Fatal("the plan changed the editor's file")
+	}
+	if _, err := os.Stat(e.Paths.Upstreams()); err == nil {
+		t.Fatal("the plan wrote upstreams.json")
+	}
+
+	mustFlyctl(t, e.Getenv, "config", "mcp", "--client", "claude-code", "--workspace", dir, "--import", "--write")
+	f, err := mcpconfig.ReadFile(e.Paths.Upstreams())
+	if err != nil || len(f.Servers) != 2 || f.Servers[0].Name != "dart" || f.Servers[0].Env["K"] != "v" || f.Servers[0].Type != "" || f.Servers[1].Name != "notes" {
+		t.Fatalf("upstreams.json = %+v, %v", f, err)
+	}
+	var after struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		Other      json.RawMessage            `json:"other"`
+	}
+	b, _ := os.ReadFile(mcpJSON)
+	if err := json.Unmarshal(b, &after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.MCPServers) != 2 || after.MCPServers["remote"] == nil || after.MCPServers["fly"] == nil || !strings.Contains(string(after.Other), "1.50") {
+		t.Fatalf("editor file after import:\n%s", b)
+	}
+	backups, _ := filepath.Glob(mcpJSON + ".fly-backup-*")
+	if len(backups) != 1 {
+		t.Fatalf("backups: %v", backups)
+	}
+	if b, _ := os.ReadFile(backups[0]); string(b) != editor {
+		t.Fatal("the backup is not the original")
+	}
+	// Again: nothing left to move, and no conflict with what is there.
+	if out := mustFlyctl(t, e.Getenv, "config", "mcp", "--client", "claude-code", "--workspace", dir, "--import"); !strings.Contains(out, "no stdio servers to move") {
+		t.Fatalf("second plan:\n%s", out)
 	}
 }
