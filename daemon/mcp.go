@@ -173,6 +173,8 @@ func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		switch method {
+		case "tools/list":
+			return s.listTools(ctx, method, req, next)
 		case "resources/list":
 			return s.listResources(ctx, req.(*mcp.ListResourcesRequest))
 		case "resources/read":

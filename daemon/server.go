@@ -129,6 +129,9 @@ type Server struct {
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
 	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
+	toolsMu  sync.Mutex
+	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
+
 	followersCut atomic.Int64 // log followers cut for missing a write deadline
 	lineCaches   sync.Map     // run id → *lineCache: a live run's NDJSON lines, shared by its HTTP followers
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/fly-dev/fly/daemon/runs"
@@ -137,12 +138,6 @@ func (s *Server) proxyUpstream(ctx context.Context, method string, req mcp.Reque
 		return nil, false, nil
 	}
 	switch method {
-	case "tools/list":
-		res, err := next(ctx, method, req)
-		if l, ok := res.(*mcp.ListToolsResult); ok && err == nil && l.NextCursor == "" {
-			l.Tools = append(l.Tools, s.up.Tools(ctx, sess)...)
-		}
-		return res, true, err
 	case "tools/call":
 		p := req.(*mcp.CallToolRequest).Params
 		if s.own[p.Name] {
@@ -207,4 +202,38 @@ func (s *Server) listUpstreamResources(ctx context.Context, sess *session, curso
 		rs = []*mcp.Resource{}
 	}
 	return &mcp.ListResourcesResult{Resources: rs, NextCursor: next}, nil
+}
+
+// listTools answers tools/list: flyd's own tools, encoded once (the
+// go-sdk encodes a JSON schema by reflection, about 3 ms for flyd's
+// dozen tools, on every call), then the upstreams' tools.
+func (s *Server) listTools(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	if p, ok := req.GetParams().(*mcp.ListToolsParams); ok && p != nil && p.Cursor != "" {
+		return next(ctx, method, req)
+	}
+	s.toolsMu.Lock()
+	own := s.ownTools
+	s.toolsMu.Unlock()
+	if own == nil {
+		res, err := next(ctx, method, req)
+		l, ok := res.(*mcp.ListToolsResult)
+		if err != nil || !ok || l.NextCursor != "" {
+			return res, err
+		}
+		for _, t := range l.Tools {
+			c := *t
+			c.InputSchema, c.OutputSchema = upstream.RawSchema(t.InputSchema), upstream.RawSchema(t.OutputSchema)
+			own = append(own, &c)
+		}
+		s.toolsMu.Lock()
+		s.ownTools = own
+		s.toolsMu.Unlock()
+	}
+	tools := slices.Clone(own)
+	if s.up != nil {
+		if sess, err := s.sessionOf(req.GetSession().(*mcp.ServerSession)); err == nil {
+			tools = append(tools, s.up.Tools(ctx, sess)...)
+		}
+	}
+	return &mcp.ListToolsResult{Tools: tools}, nil
 }

@@ -90,7 +90,7 @@ func newInstance(m *Manager, srv mcpconfig.Server, k instKey, first Session) *in
 	in.ctx, in.cancel = context.WithCancel(context.Background())
 	if m.cfg.Cache != nil {
 		if b, err := m.cfg.Cache.GetCache(cacheKey(srv.Name)); err == nil && json.Unmarshal(b, &in.lists) == nil {
-			in.listed = true
+			in.lists, in.listed = in.lists.encoded(), true
 		}
 	}
 	return in
@@ -269,7 +269,7 @@ func (in *instance) runOnce() error {
 	in.cs, in.client, in.proc = cs, client, proc
 	in.state = stateRunning
 	if lerr == nil {
-		in.lists, in.listed = l, true
+		in.lists, in.listed = l.encoded(), true
 	}
 	subs := slices.Collect(maps.Keys(in.subs))
 	users := slices.Collect(maps.Values(in.users))
@@ -394,7 +394,7 @@ func (in *instance) refresh() {
 		return
 	}
 	in.mu.Lock()
-	in.lists, in.listed = l, true
+	in.lists, in.listed = l.encoded(), true
 	in.mu.Unlock()
 	in.announce(old, l, had, users)
 }

@@ -407,6 +407,34 @@ type lists struct {
 	Templates []*mcp.ResourceTemplate `json:"templates,omitempty"`
 }
 
+// encoded returns l with its tools' schemas as JSON: they pass through
+// untouched, and each tools/list then copies bytes instead of walking maps.
+func (l lists) encoded() lists {
+	tools := make([]*mcp.Tool, len(l.Tools))
+	for i, t := range l.Tools {
+		c := *t
+		c.InputSchema, c.OutputSchema = RawSchema(t.InputSchema), RawSchema(t.OutputSchema)
+		tools[i] = &c
+	}
+	l.Tools = tools
+	return l
+}
+
+// RawSchema is a tool schema encoded once, or nil for none.
+func RawSchema(v any) any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return v
+	}
+	return json.RawMessage(b)
+}
+
 func cacheKey(server string) string { return "upstream/" + server + "/lists" }
 
 func cachedLists(c Cache, server string) lists {

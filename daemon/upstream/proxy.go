@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
+	"github.com/fly-dev/fly/internal/mcpconfig"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 )
@@ -251,11 +253,17 @@ func (m *Manager) ListResources(ctx context.Context, s Session, cursor string) (
 		return nil, "", fmt.Errorf("invalid cursor %q: pass back the nextCursor of the previous page", cursor)
 	}
 	servers := m.Servers()
-	i := 0
-	for i < len(servers) && servers[i].Name != rc.Server {
-		i++
+	i := slices.IndexFunc(servers, func(srv mcpconfig.Server) bool { return srv.Name == rc.Server })
+	if i < 0 {
+		return nil, "", nil // that upstream is gone: the list ends
 	}
-	for ; i < len(servers); i, rc.Cursor = i+1, "" {
+	cursor = rc.Cursor
+	// Empty pages are skipped, but only so many: an upstream cannot keep
+	// flyd paging forever.
+	for range maxEmptyPages {
+		if i >= len(servers) {
+			break
+		}
 		srv := servers[i]
 		in, err := m.instance(srv, s)
 		if err != nil {
@@ -267,12 +275,12 @@ func (m *Manager) ListResources(ctx context.Context, s Session, cursor string) (
 				res = &mcp.ListResourcesResult{}
 				return nil
 			}
-			res, err = cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: rc.Cursor})
+			res, err = cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			return err
 		})
 		if err != nil {
 			m.log.Warn("upstream resources left out", "upstream", srv.Name, "error", err)
-			continue
+			res = &mcp.ListResourcesResult{}
 		}
 		m.own(srv.Name, res.Resources)
 		next := ""
@@ -286,12 +294,16 @@ func (m *Manager) ListResources(ctx context.Context, s Session, cursor string) (
 			return res.Resources, next, nil
 		}
 		if res.NextCursor != "" {
-			i-- // the same upstream's next page
-			rc.Cursor = res.NextCursor
+			cursor = res.NextCursor // the same upstream's next page
+		} else {
+			i, cursor = i+1, ""
 		}
 	}
 	return nil, "", nil
 }
+
+// maxEmptyPages bounds the empty upstream pages one resources/list skips.
+const maxEmptyPages = 16
 
 // own records which upstream listed each URI: the first one in config
 // order keeps it, and a second claim is logged once.

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,10 @@ import (
 // EnvDir names the directory where instances record themselves:
 // instances/<pid>, children/<pid>, roots/<pid>.
 const EnvDir = "FAKE_UPSTREAM_DIR"
+
+// EnvChildMB makes the analysis child hold that many MiB of memory, as
+// the real one holds gigabytes (for the memory benchmark).
+const EnvChildMB = "FAKE_UPSTREAM_CHILD_MB"
 
 // CounterURI is the subscribable resource.
 const CounterURI = "fake://counter"
@@ -176,11 +181,18 @@ func Main(getenv func(string) string) int {
 	return 0
 }
 
-// Child stands in for the analysis server: it waits to be killed.
+// Child stands in for the analysis server: it holds EnvChildMB MiB and
+// waits to be killed.
 func Child() int {
+	mb, _ := strconv.Atoi(os.Getenv(EnvChildMB))
+	held := make([]byte, mb<<20)
+	for i := 0; i < len(held); i += 4096 {
+		held[i] = 1 // resident, not just reserved
+	}
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
 	<-c
+	runtime.KeepAlive(held)
 	return 0
 }
 
