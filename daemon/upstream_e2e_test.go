@@ -451,3 +451,36 @@ func TestUpstreamsDieWithFlyd(t *testing.T) {
 		t.Fatalf("after flyd's SIGTERM, upstream processes %v are alive", left)
 	}
 }
+
+func TestUpstreamListsFromCacheWhileStarting(t *testing.T) {
+	u := startUpEnv(t, nil)
+	ws := newWorkspace(t)
+	c := u.connect(t, "c", ws)
+	callText(t, c, "fake_echo", map[string]any{"text": "fills the cache"})
+	c.cs.Close()
+	u.flyd.Stop(t)
+
+	// The next flyd's upstream cannot answer until the gate opens; a new
+	// session's tools/list still names its tools, from the store.
+	gate := filepath.Join(t.TempDir(), "gate")
+	writeUpstreams(t, u.e, u.dir, map[string]any{"env": map[string]string{"FLY_TEST_HELPER": "upstream", fakeupstream.EnvDir: u.dir, fakeupstream.EnvGate: gate}})
+	u.flyd = flytest.StartFlyd(t, u.e)
+	c = u.connect(t, "c2", ws)
+	tools, err := c.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "fake_echo" }) {
+		t.Fatal("tools/list after a restart lacks the cached fake_echo")
+	}
+	st, err := getStatus(u.e)
+	if err != nil || len(st.Upstreams) != 1 || st.Upstreams[0].State != "starting" {
+		t.Fatalf("upstream while gated = %+v, %v; want it starting", st.Upstreams, err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := callText(t, c, "fake_echo", map[string]any{"text": "now"}); got != `{"text":"now"}` {
+		t.Fatalf("fake_echo after the gate opened = %s", got)
+	}
+}

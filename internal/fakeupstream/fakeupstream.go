@@ -42,6 +42,10 @@ import (
 // instances/<pid>, children/<pid>, roots/<pid>.
 const EnvDir = "FAKE_UPSTREAM_DIR"
 
+// EnvGate names a file the fake waits for before it answers anything:
+// tests hold an upstream in its start with it.
+const EnvGate = "FAKE_UPSTREAM_GATE"
+
 // EnvChildMB makes the analysis child hold that many MiB of memory, as
 // the real one holds gigabytes (for the memory benchmark).
 const EnvChildMB = "FAKE_UPSTREAM_CHILD_MB"
@@ -172,6 +176,13 @@ func Main(getenv func(string) string) int {
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["name"]}}}}, nil
 	})
+	if gate := getenv(EnvGate); gate != "" {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(gate); err == nil {
+				break
+			}
+		}
+	}
 	err := srv.Run(context.Background(), &mcp.StdioTransport{})
 	_ = child.Process.Kill()
 	_ = child.Wait()
