@@ -484,3 +484,35 @@ func TestUpstreamListsFromCacheWhileStarting(t *testing.T) {
 		t.Fatalf("fake_echo after the gate opened = %s", got)
 	}
 }
+
+func TestUpstreamListChangedAndGlobal(t *testing.T) {
+	u := startUpEnv(t, map[string]any{"share": "global"})
+	wsA, wsB := newWorkspace(t), newWorkspace(t)
+	a, b := u.connect(t, "a", wsA), u.connect(t, "b", wsB)
+	callText(t, a, "fake_echo", map[string]any{"text": "1"})
+	callText(t, b, "fake_echo", map[string]any{"text": "2"})
+	if n := len(liveOnes(fakeupstream.PIDs(u.dir, "instances"))); n != 1 {
+		t.Fatalf("share global: %d upstreams for two workspaces, want 1", n)
+	}
+	// A global upstream's roots are every sharing workspace.
+	got := callText(t, b, "fake_roots", nil)
+	for _, ws := range []string{wsA, wsB} {
+		root, _ := filepath.EvalSymlinks(ws)
+		if !strings.Contains(got, (&url.URL{Scheme: "file", Path: root}).String()) {
+			t.Fatalf("roots = %s; want both workspaces", got)
+		}
+	}
+	// The upstream's tools/list_changed reaches both, with the new tool.
+	for len(a.tools) > 0 {
+		<-a.tools
+	}
+	for len(b.tools) > 0 {
+		<-b.tools
+	}
+	callText(t, a, "fake_grow", map[string]any{"text": "sprout"})
+	waitFor(t, "a told the tools changed", a.tools)
+	waitFor(t, "b told the tools changed", b.tools)
+	if got := callText(t, b, "fake_sprout", nil); got != `{"text":"grown sprout"}` {
+		t.Fatalf("fake_sprout = %s", got)
+	}
+}

@@ -10,7 +10,8 @@
 // Tools: echo {text}; roots (the roots flyd answered); slow {steps}
 // (progress per step, until cancelled); crash (exits 3 after a line on
 // stderr); sample (asks the client for a sampling/createMessage); log
-// {text} (a logging notification); bump (resources/updated for
+// {text} (a logging notification); grow {text} (adds a tool named text);
+// bump (resources/updated for
 // fake://counter); subscriptions (what is subscribed now).
 // Resources: fake://counter; template fake://item/{id}. Prompt: greet.
 package fakeupstream
@@ -166,6 +167,12 @@ func Main(getenv func(string) string) int {
 		}
 		slices.Sort(out)
 		return nil, listOut{Items: out}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "grow", Description: "Add a tool named text (the server tells its clients the list changed)."}, func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, textOut, error) {
+		mcp.AddTool(srv, &mcp.Tool{Name: a.Text, Description: "Grown."}, func(context.Context, *mcp.CallToolRequest, empty) (*mcp.CallToolResult, textOut, error) {
+			return nil, textOut{Text: "grown " + a.Text}, nil
+		})
+		return nil, textOut{Text: "grew"}, nil
 	})
 	srv.AddResource(&mcp.Resource{URI: CounterURI, Name: "counter", MIMEType: "text/plain"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "count"}}}, nil
