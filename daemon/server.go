@@ -55,6 +55,9 @@ type Config struct {
 	KeepRuns        int           // finished runs kept in the store (default 100)
 	MaxRunAge       time.Duration // finished runs older than this are deleted (default 7 days)
 	Upstreams       string        // the upstreams file; default Paths.Upstreams(), "-" for none
+	// Listen is the loopback TCP address (token-guarded) for HTTP clients
+	// and the dashboard; "" for none (flyd's flag defaults to DefaultListen).
+	Listen string
 
 	Log *slog.Logger // default: discard
 }
@@ -129,6 +132,11 @@ type Server struct {
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
 	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
+	http     httpSessions   // Streamable HTTP sessions
+	httpWG   sync.WaitGroup // their serveSession goroutines
+	tokens   *tokens        // the TCP listener's; nil without one
+	httpAddr string         // where the TCP listener listens; "" without one
+
 	toolsMu  sync.Mutex
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
 
@@ -147,7 +155,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool),
-		own: make(map[string]bool)}
+		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
 	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes},
@@ -216,9 +224,13 @@ func (s *Server) Run(ctx context.Context) error {
 			return ctx
 		},
 	}
+	hs.RegisterOnShutdown(s.closeHTTPSessions)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(pl) }() // owned by Run: ended by Shutdown below
 	s.log.Info("flyd listening", "socket", p.Socket, "state_dir", p.StateDir, "pid", os.Getpid(), "version", wire.Version)
+	if tcp := s.startTCP(); tcp != nil {
+		defer tcp()
+	}
 
 	select {
 	case <-ctx.Done():
@@ -279,6 +291,7 @@ func (s *Server) shutdown(hs *http.Server) {
 	}
 	t.Stop()
 	closing.Wait()
+	s.httpWG.Wait()
 	s.notifyWG.Wait()
 	s.ws.close()
 }
@@ -320,6 +333,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
 	mux.HandleFunc("GET "+wire.RouteGrep, s.serveGrep)
 	mux.HandleFunc("POST "+wire.RouteUpstreams+"{name}/restart", s.serveUpstreamRestart)
+	mux.HandleFunc("POST "+wire.RouteTokenRotate, s.serveTokenRotate)
+	mux.HandleFunc(wire.RouteStreamable, s.serveStreamable)
 	s.addRunRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
@@ -392,9 +407,15 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 
 	ss, err := s.mcp.Connect(ctx, sessionTransport{Transport: t, sess: sess}, nil)
 	if err != nil {
+		if sess.connected != nil {
+			close(sess.connected)
+		}
 		return fmt.Errorf("connect: %w", err)
 	}
 	sess.ss.Store(ss)
+	if sess.connected != nil {
+		close(sess.connected)
+	}
 	if s.up != nil {
 		s.up.Join(sess)
 		defer s.up.Leave(sess)
@@ -451,6 +472,7 @@ func (s *Server) status() Status {
 		UptimeSec:  time.Since(s.started).Seconds(),
 		Socket:     s.cfg.Paths.Socket,
 		StateDir:   s.cfg.Paths.StateDir,
+		HTTP:       s.httpAddr,
 		Sessions:   []SessionInfo{},
 		Workspaces: []WorkspaceStatus{},
 		Runs:       []RunInfo{},

@@ -20,9 +20,11 @@ type session struct {
 	ws      *workspace
 	env     map[string]string // the client's flutter-relevant environment
 	peerPID int
-	via     string // "socket", "memory"
+	via     string // "socket", "http", "memory"
 	since   time.Time
 	conn    notifier
+
+	connected chan struct{} // if not nil, closed once Connect returned (ss is set if it succeeded)
 
 	ss atomic.Pointer[mcp.ServerSession]
 

@@ -95,6 +95,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	ringKB := fs.Int("log-kb", d.RingBytes>>10, "log text kept in memory per run, in KiB")
 	keepRuns := fs.Int("keep-runs", d.KeepRuns, "finished runs kept on disk")
 	maxRunAge := fs.Duration("max-run-age", d.MaxRunAge, "finished runs older than this are deleted")
+	listen := fs.String("listen", daemon.DefaultListen, "loopback `ADDR` for HTTP MCP clients and the dashboard, guarded by the token in the state directory; \"\" for none")
 	upstreams := fs.String("upstreams", "", "the file of shared upstream MCP servers (default: upstreams.json in the config directory; - for none)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -109,6 +110,11 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *listen != "" {
+		if err := daemon.CheckListen(*listen); err != nil {
+			return usageError{err}
+		}
 	}
 	if *maxMsgMB < 1 || *maxReadMB < 1 {
 		return usageError{errors.New("--max-message-mb and --max-read-mb must be at least 1")}
@@ -157,6 +163,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		KeepRuns:        *keepRuns,
 		MaxRunAge:       *maxRunAge,
 		Upstreams:       *upstreams,
+		Listen:          *listen,
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)

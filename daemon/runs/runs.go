@@ -351,6 +351,11 @@ func (e *Engine) findFlutter(env map[string]string) (string, error) {
 	if e.cfg.Flutter != "" {
 		return e.cfg.Flutter, nil
 	}
+	if len(env) == 0 {
+		// A session that sent no environment (an HTTP client, an old
+		// shim) runs with flyd's, as runEnv does.
+		env = map[string]string{"PATH": os.Getenv("PATH"), "FLUTTER_ROOT": os.Getenv("FLUTTER_ROOT")}
+	}
 	path := env["PATH"]
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {

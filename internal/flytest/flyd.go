@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +34,13 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 	t.Helper()
 	flyd, _ := Binaries(t)
 	p := &Flyd{socket: e.Paths.Socket, Stderr: &Buffer{}, done: make(chan error, 1)}
-	p.Cmd = exec.Command(flyd, append([]string{"run", "--log-level", "debug"}, args...)...)
+	// A free loopback port unless the test names one: tests run side by
+	// side, and a developer's own flyd may hold the default.
+	base := []string{"run", "--log-level", "debug"}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--listen") }) {
+		base = append(base, "--listen", "127.0.0.1:0")
+	}
+	p.Cmd = exec.Command(flyd, append(base, args...)...)
 	p.Cmd.Env = e.Vars
 	p.Cmd.Stderr = p.Stderr
 	if err := p.Cmd.Start(); err != nil {

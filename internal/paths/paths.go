@@ -58,6 +58,10 @@ func (p Paths) Log() string { return filepath.Join(p.StateDir, "flyd.log") }
 // Token is the bearer token file for the loopback TCP listener.
 func (p Paths) Token() string { return filepath.Join(p.StateDir, "token") }
 
+// HTTPAddr is the file where flyd writes the address of its loopback
+// TCP listener (absent when it has none).
+func (p Paths) HTTPAddr() string { return filepath.Join(p.StateDir, "http.addr") }
+
 // Resolve computes the paths for the current user from the environment
 // given by getenv (os.Getenv in production). FLY_SOCKET and FLY_STATE_DIR
 // win over the platform defaults. Relative overrides are made absolute.

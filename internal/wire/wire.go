@@ -31,7 +31,12 @@ const (
 	// RouteUpstreams prefixes the upstream routes: POST {name}/restart
 	// restarts every instance of that upstream ("*" for all).
 	RouteUpstreams = "/v1/upstreams/"
-	ContentNDJSON  = "application/x-ndjson"
+	// RouteTokenRotate (POST, socket only) replaces the TCP listener's
+	// token and returns {"token": ...}.
+	RouteTokenRotate = "/v1/token/rotate"
+	// RouteStreamable is MCP Streamable HTTP (?workspace=/abs/path).
+	RouteStreamable = "/mcp"
+	ContentNDJSON   = "application/x-ndjson"
 )
 
 // The "type" of each NDJSON line of RouteRunLogs.
@@ -214,6 +219,7 @@ type Status struct {
 	UptimeSec  float64           `json:"uptime_seconds"`
 	Socket     string            `json:"socket"`
 	StateDir   string            `json:"state_dir"`
+	HTTP       string            `json:"http,omitempty"` // the loopback listener's address; "" when off
 	DBBytes    int64             `json:"db_bytes"`
 	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
 	Sessions   []Session         `json:"sessions"`

@@ -1,0 +1,276 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tcpFlyd is a flyd binary with its loopback listener on a free port.
+type tcpFlyd struct {
+	e     *flytest.Env
+	flyd  *flytest.Flyd
+	addr  string
+	token string
+}
+
+func startTCPFlyd(t *testing.T, args ...string) *tcpFlyd {
+	t.Helper()
+	e := flytest.NewEnv(t)
+	f := flytest.StartFlyd(t, e, args...)
+	st, err := getStatus(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := &tcpFlyd{e: e, flyd: f, addr: st.HTTP}
+	tf.token = tf.readToken(t)
+	return tf
+}
+
+func (f *tcpFlyd) readToken(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(f.e.Paths.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// bearer adds the token to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// tcpWS is an MCP client transport over the TCP listener's WebSocket.
+type tcpWS struct {
+	f    *tcpFlyd
+	root string
+}
+
+func (w tcpWS) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, _, err := websocket.Dial(ctx, "ws://"+w.f.addr+wire.RouteMCP+"?workspace="+url.QueryEscape(w.root), &websocket.DialOptions{
+		Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader:   http.Header{"Authorization": {"Bearer " + w.f.token}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(-1)
+	return newWSConn(c, "tcp", 5*time.Second), nil
+}
+
+func viaTCPWebSocket(f *tcpFlyd) connector {
+	return func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession {
+		return connectClient(t, name, tcpWS{f, workspace}, n)
+	}
+}
+
+func viaStreamable(f *tcpFlyd) connector {
+	return func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession {
+		return connectClient(t, name, &mcp.StreamableClientTransport{
+			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(workspace),
+			HTTPClient: &http.Client{Transport: bearer{f.token, http.DefaultTransport}},
+		}, n)
+	}
+}
+
+func TestSharedWorkspaceOverTCP(t *testing.T) {
+	for name, via := range map[string]func(*tcpFlyd) connector{"websocket": viaTCPWebSocket, "streamable": viaStreamable} {
+		t.Run(name, func(t *testing.T) {
+			f := startTCPFlyd(t)
+			sharedScenario(t, via(f), func() *Status {
+				st, err := getStatus(f.e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			})
+		})
+	}
+}
+
+// TestRunOverStreamableHTTP starts and stops a run from an HTTP client,
+// and the socket's client sees it.
+func TestRunOverStreamableHTTP(t *testing.T) {
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	fl := flytest.StartFlyd(t, e)
+	st, err := getStatus(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &tcpFlyd{e: e, flyd: fl, addr: st.HTTP}
+	f.token = f.readToken(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	h := viaStreamable(f)(t, "http-client", root, nil)
+	s := viaShim(e)(t, "shim-client", root, nil)
+	ctx := context.Background()
+	res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "flutter_run", Arguments: map[string]any{"device": "linux"}})
+	if err != nil || res.IsError {
+		b, _ := json.Marshal(res)
+		t.Fatalf("flutter_run over HTTP: %v %s", err, b)
+	}
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &run); err != nil || run.RunID == "" {
+		t.Fatalf("flutter_run result %s", b)
+	}
+	list, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "runs_list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(list.StructuredContent); !strings.Contains(string(b), run.RunID) {
+		t.Fatalf("the socket's client does not see the HTTP client's run: %s", b)
+	}
+	if res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "flutter_stop", Arguments: map[string]any{"run_id": run.RunID}}); err != nil || res.IsError {
+		t.Fatalf("flutter_stop over HTTP: %v %v", err, res)
+	}
+}
+
+func TestTCPRefusals(t *testing.T) {
+	f := startTCPFlyd(t)
+	if fi, err := os.Stat(f.e.Paths.Token()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v, want mode 0600", fi, err)
+	}
+	if len(f.token) < 32 {
+		t.Fatalf("token %q is short", f.token)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path string, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+f.addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	auth := "Bearer " + f.token
+	for _, tc := range []struct {
+		name   string
+		method string
+		path   string
+		hdr    map[string]string
+		want   int
+	}{
+		{"no token", "GET", wire.RouteStatus, nil, 401},
+		{"wrong token", "GET", wire.RouteStatus, map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"token", "GET", wire.RouteStatus, map[string]string{"Authorization": auth}, 200},
+		{"cookie", "GET", wire.RouteStatus, map[string]string{"Cookie": cookieToken + "=" + f.token}, 200},
+		{"foreign host", "GET", wire.RouteStatus, map[string]string{"Authorization": auth, "Host": "evil.example:7717"}, 403},
+		{"foreign origin on a change", "POST", "/v1/runs/x/stop", map[string]string{"Authorization": auth, "Origin": "http://evil.example"}, 403},
+		{"foreign origin on an upgrade", "GET", wire.RouteMCP, map[string]string{"Authorization": auth, "Origin": "http://evil.example", "Upgrade": "websocket", "Connection": "Upgrade"}, 403},
+		{"own origin", "POST", "/v1/runs/x/stop", map[string]string{"Authorization": auth, "Origin": "http://" + f.addr}, 404},
+		{"mcp without a token", "POST", wire.RouteStreamable, nil, 401},
+		{"rotate over TCP", "POST", wire.RouteTokenRotate, map[string]string{"Authorization": auth}, 403},
+	} {
+		if got := do(tc.method, tc.path, tc.hdr).StatusCode; got != tc.want {
+			t.Errorf("%s: %s %s = %d, want %d", tc.name, tc.method, tc.path, got, tc.want)
+		}
+	}
+
+	// The dashboard's login: ?token= becomes an HttpOnly, SameSite=Strict
+	// cookie, and the address loses the token.
+	resp := do("GET", "/?token="+f.token, nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("login = %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if c := resp.Header.Get("Set-Cookie"); !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Strict") {
+		t.Fatalf("cookie %q", c)
+	}
+	if got := do("GET", "/?token=wrong", nil).StatusCode; got != 401 {
+		t.Fatalf("login with a wrong token = %d, want 401", got)
+	}
+
+	// Rotation through the socket: the old token stops working at once.
+	c := f.e.HTTPClient()
+	r, err := c.Post("http://flyd"+wire.RouteTokenRotate, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rot struct {
+		Token string `json:"token"`
+	}
+	json.NewDecoder(r.Body).Decode(&rot)
+	r.Body.Close()
+	if rot.Token == "" || rot.Token == f.token || f.readToken(t) != rot.Token {
+		t.Fatalf("rotate gave %q (file %q, old %q)", rot.Token, f.readToken(t), f.token)
+	}
+	if got := do("GET", wire.RouteStatus, map[string]string{"Authorization": auth}).StatusCode; got != 401 {
+		t.Fatalf("the old token after rotation = %d, want 401", got)
+	}
+	if got := do("GET", wire.RouteStatus, map[string]string{"Authorization": "Bearer " + rot.Token}).StatusCode; got != 200 {
+		t.Fatalf("the new token = %d, want 200", got)
+	}
+}
+
+func TestTCPPortTakenAndDisabled(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	f := startTCPFlyd(t, "--listen", taken.Addr().String())
+	if f.addr == "" || f.addr == taken.Addr().String() {
+		t.Fatalf("with %s taken, flyd listens on %q", taken.Addr(), f.addr)
+	}
+	if !strings.Contains(f.flyd.Stderr.String(), "is taken") {
+		t.Fatalf("flyd did not say the port was taken:\n%s", f.flyd.Stderr)
+	}
+	if b, _ := os.ReadFile(f.e.Paths.HTTPAddr()); strings.TrimSpace(string(b)) != f.addr {
+		t.Fatalf("http.addr = %q, want %q", b, f.addr)
+	}
+
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e, "--listen", "")
+	st, err := getStatus(e)
+	if err != nil || st.HTTP != "" {
+		t.Fatalf("--listen \"\": status http %q, %v", st.HTTP, err)
+	}
+	if _, err := os.Stat(e.Paths.HTTPAddr()); err == nil {
+		t.Fatal("http.addr written with the listener off")
+	}
+
+	flyd, _ := flytest.Binaries(t)
+	cmd := exec.Command(flyd, "run", "--listen", "0.0.0.0:7717")
+	cmd.Env = flytest.NewEnv(t).Vars
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "loopback") {
+		t.Fatalf("--listen 0.0.0.0:7717: %v\n%s", err, out)
+	}
+}
