@@ -22,7 +22,7 @@ func conformanceDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	installed := true
-	for _, bin := range []string{"mcp-inspector", "mcp-server-everything", "mcp-server-filesystem", "node"} {
+	for _, bin := range []string{"mcp-inspector", "mcp-server-everything", "mcp-server-filesystem", "conformance", "node"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", bin)); err != nil {
 			installed = false
 		}
