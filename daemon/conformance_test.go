@@ -27,6 +27,9 @@ func conformanceDir(t *testing.T) string {
 			installed = false
 		}
 	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
+		installed = false
+	}
 	if installed {
 		return dir
 	}

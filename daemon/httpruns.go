@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,8 @@ func (s *Server) addRunRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+wire.RouteRuns, a.route(a.list))
 	mux.HandleFunc("GET "+wire.RouteRun, a.route(a.get))
 	mux.HandleFunc("POST "+wire.RouteRunStop, a.route(a.stop))
+	mux.HandleFunc("POST "+wire.RouteRunReload, a.route(a.reload))
+	mux.HandleFunc("GET "+wire.RouteEvents, a.route(a.events))
 	mux.HandleFunc("GET "+wire.RouteRunLogs, a.route(a.logs))
 }
 
@@ -233,6 +236,61 @@ func (a *runsAPI) stop(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, runInfo(rn.Record()))
 	return nil
+}
+
+// reload answers POST /v1/runs/{id}/reload[?full=1]: a hot reload (or
+// restart) as flutter_hot_reload does, with flutter's answer.
+func (a *runsAPI) reload(w http.ResponseWriter, r *http.Request) error {
+	if err := onlyParams(r.URL.Query(), "full"); err != nil {
+		return err
+	}
+	rn, err := a.find(r)
+	if err != nil {
+		return err
+	}
+	res, err := rn.Restart(r.Context(), r.URL.Query().Get("full") == "1")
+	if err != nil {
+		return &apiError{code: http.StatusConflict, msg: err.Error()}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": res.Code, "message": res.Message})
+	return nil
+}
+
+// events answers GET /v1/events: the status document now, then again
+// each time it changes (coalesced, at most every 100 ms), and a heartbeat
+// line when nothing changed for a while. The dashboard lives on it.
+func (a *runsAPI) events(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", wire.ContentNDJSON)
+	w.Header().Set("Cache-Control", "no-store")
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	for {
+		changed := a.s.changes.wait()
+		_ = rc.SetWriteDeadline(time.Now().Add(a.s.cfg.WriteTimeout))
+		if err := enc.Encode(a.s.status()); err != nil {
+			return streamError{err}
+		}
+		if err := rc.Flush(); err != nil {
+			return streamError{err}
+		}
+		t := time.NewTimer(a.heartbeat)
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			return nil
+		case <-a.s.changes.closed():
+			t.Stop()
+			return nil
+		case <-changed:
+			t.Stop()
+			select { // coalesce a burst
+			case <-r.Context().Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		case <-t.C:
+		}
+	}
 }
 
 // logsParams is the query of GET /v1/runs/{id}/logs.
@@ -503,4 +561,44 @@ func (a *runsAPI) exit(ctx context.Context, lw *lineWriter, rn *runs.Run) error 
 	}
 	lw.add(status(wire.LogLineExit, rn.Record(), lw.last))
 	return lw.flush()
+}
+
+// changes tells waiters that flyd's status changed: sessions, runs,
+// upstreams. It is a broadcast without per-waiter queues.
+type changes struct {
+	mu   sync.Mutex
+	ch   chan struct{}
+	done chan struct{}
+}
+
+func newChanges() *changes {
+	return &changes{ch: make(chan struct{}), done: make(chan struct{})}
+}
+
+// wait returns a channel closed at the next change.
+func (c *changes) wait() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ch
+}
+
+// bump wakes every waiter.
+func (c *changes) bump() {
+	c.mu.Lock()
+	close(c.ch)
+	c.ch = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// closed is closed when flyd stops: event streams end.
+func (c *changes) closed() <-chan struct{} { return c.done }
+
+func (c *changes) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.done:
+	default:
+		close(c.done)
+	}
 }

@@ -149,6 +149,7 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 // of those: each is told once when it starts and once when it ends, not
 // at every state in between. A live run's log gets a notifier.
 func (s *Server) runChanged(r *runs.Run) {
+	s.changes.bump()
 	live := r.Record().State.Live()
 	s.mu.Lock()
 	_, known := s.notifying[r.ID()]

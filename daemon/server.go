@@ -132,6 +132,7 @@ type Server struct {
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
 	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
+	changes  *changes       // status changes, for /v1/events
 	http     httpSessions   // Streamable HTTP sessions
 	httpWG   sync.WaitGroup // their serveSession goroutines
 	tokens   *tokens        // the TCP listener's; nil without one
@@ -155,7 +156,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool),
-		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}}
+		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}, changes: newChanges()}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
 	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes},
@@ -258,6 +259,7 @@ func (s *Server) shutdown(hs *http.Server) {
 		s.up.Close()
 	}
 	s.runs.Close()
+	s.changes.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(ctx) // stops accepting; hijacked WebSockets are ours to close
@@ -336,6 +338,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+wire.RouteTokenRotate, s.serveTokenRotate)
 	mux.HandleFunc(wire.RouteStreamable, s.serveStreamable)
 	s.addRunRoutes(mux)
+	s.addDashboard(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
 		if h := r.Header.Get(wire.HeaderVersion); h != "" {
@@ -425,6 +428,8 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 	w.sessions[sess] = true
 	w.mu.Unlock()
 	s.log.Info("session started", logSession, sess.id, "workspace", w.root, "peer_pid", sess.peerPID)
+	s.changes.bump()
+	defer s.changes.bump()
 
 	err = ss.Wait()
 

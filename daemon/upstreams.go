@@ -48,6 +48,7 @@ func (s *Server) startUpstreams(db *store.DB) (stop func()) {
 		Cache:    db,
 		Linger:   s.cfg.Linger,
 		Reserved: func(name string) bool { return s.own[name] },
+		Changed:  s.changes.bump,
 		Log:      s.log.With("component", "upstream"),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -60,6 +60,8 @@ Commands:
   logs      read or follow a run's log (logs tail)
   grep      search the project's files from flyd's warm index
   upstream  share your other MCP servers (dart mcp-server) through flyd
+  dashboard print (or --open) the address of flyd's live dashboard
+  token     print or rotate the token of flyd's loopback HTTP listener
   socket    print the daemon's socket path
   config    print or write editor MCP configuration (config mcp)
   service   install and control flyd as a user service
@@ -96,6 +98,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runGrep(ctx, args[1:], getenv, stdout, stderr)
 	case "upstream", "upstreams":
 		return runUpstream(ctx, args[1:], getenv, stdout, stderr)
+	case "dashboard":
+		return runDashboard(ctx, args[1:], getenv, stdout, stderr)
+	case "token":
+		return runToken(ctx, args[1:], getenv, stdout)
 	case "socket":
 		return runSocket(ctx, args[1:], getenv, stdout, stderr)
 	case "config":

@@ -101,6 +101,9 @@ func newInstance(m *Manager, srv mcpconfig.Server, k instKey, first Session) *in
 func (in *instance) join(s Session) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.users[s.ID()] == nil {
+		defer in.m.cfg.Changed()
+	}
 	in.users[s.ID()] = s
 	if in.idle != nil {
 		in.idle.Stop()
@@ -276,6 +279,8 @@ func (in *instance) runOnce() error {
 	close(in.up)
 	in.mu.Unlock()
 	in.m.log.Info("upstream running", "upstream", in.srv.Name, "scope", in.key.scope, "pid", proc.PID(), "log", proc.ID())
+	in.m.cfg.Changed()
+	defer in.m.cfg.Changed()
 	if lerr == nil {
 		in.announce(old, l, had, users)
 	}

@@ -69,6 +69,7 @@ type Config struct {
 	Cache    Cache         // optional
 	Linger   time.Duration // an upstream nobody uses stops after it (default 10m)
 	Reserved func(name string) bool
+	Changed  func() // told when an upstream starts, stops or is shared anew
 	Log      *slog.Logger
 }
 
@@ -102,6 +103,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.Reserved == nil {
 		cfg.Reserved = func(string) bool { return false }
+	}
+	if cfg.Changed == nil {
+		cfg.Changed = func() {}
 	}
 	m := &Manager{cfg: cfg, log: cfg.Log, insts: map[instKey]*instance{}, sessions: map[string]Session{},
 		owners: map[string]string{}, twice: map[string]bool{}}

@@ -28,6 +28,11 @@ const (
 	RouteRun     = "/v1/runs/{id}"      // GET: one run
 	RouteRunStop = "/v1/runs/{id}/stop" // POST: stop a run and return its final state
 	RouteRunLogs = "/v1/runs/{id}/logs" // GET: NDJSON log lines; ?after=SEQ&tail=N&follow=1
+	// RouteRunReload (POST) hot-reloads a run; ?full=1 hot-restarts it.
+	RouteRunReload = "/v1/runs/{id}/reload"
+	// RouteEvents (GET) is NDJSON: the Status document now and after
+	// every change, for live views.
+	RouteEvents = "/v1/events"
 	// RouteUpstreams prefixes the upstream routes: POST {name}/restart
 	// restarts every instance of that upstream ("*" for all).
 	RouteUpstreams = "/v1/upstreams/"

@@ -1,0 +1,222 @@
+// The fly dashboard: it follows GET /v1/events (flyd's status, sent again
+// on every change) and a selected run's GET /v1/runs/{id}/logs?follow=1,
+// resuming after the last seq it showed when the connection comes back.
+// Its cookie came from the one-time ?token= login; nothing else is needed.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const runs = new Map();   // run_id -> wire.Run, live and recently ended
+const progress = new Map(); // run_id -> newest log line of a build
+let selected = null;      // the run whose log is shown
+let logAbort = null;
+let paused = false, held = [];
+let lastSeq = 0;
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
+  }
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(k ?? ""));
+  return e;
+}
+
+// lines reads an NDJSON response body line by line.
+async function* lines(resp) {
+  const reader = resp.body.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.trim()) yield JSON.parse(line);
+    }
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// follow calls open until the page is closed, waiting a little after each
+// failure: flyd restarting is a pause, not the end.
+async function follow(name, open) {
+  for (;;) {
+    try { await open(); } catch (e) { /* reconnect below */ }
+    await sleep(500);
+  }
+}
+
+function setConn(on, text) {
+  const c = $("#conn");
+  c.className = "conn " + (on ? "on" : "off");
+  c.textContent = text;
+}
+
+function duration(r) {
+  const start = new Date(r.started_at).getTime();
+  const end = r.ended_at ? new Date(r.ended_at).getTime() : Date.now();
+  const s = Math.max(0, Math.round((end - start) / 1000));
+  return s < 60 ? s + "s" : Math.floor(s / 60) + "m " + (s % 60) + "s";
+}
+
+function device(r) {
+  const i = (r.argv || []).findIndex((a) => a === "-d" || a === "--device-id");
+  return i >= 0 ? r.argv[i + 1] : "";
+}
+
+function bytes(n) {
+  if (!n) return "-";
+  const u = ["B", "KiB", "MiB", "GiB"]; let i = 0;
+  while (n >= 1024 && i < 3) { n /= 1024; i++; }
+  return n.toFixed(i ? 1 : 0) + " " + u[i];
+}
+
+async function post(path) {
+  const r = await fetch(path, { method: "POST", credentials: "same-origin" });
+  if (!r.ok) { const t = await r.text(); alert(t); }
+  return r;
+}
+
+function renderStatus(st) {
+  $("#daemon").textContent = `flyd ${st.version}, pid ${st.pid}`;
+  $("#daemon").dataset.pid = st.pid;
+  // Workspaces with their sessions.
+  const wsBox = $("#workspaces");
+  wsBox.replaceChildren();
+  const byRoot = new Map((st.workspaces || []).map((w) => [w.root, { w, sessions: [] }]));
+  for (const s of st.sessions || []) {
+    if (!byRoot.has(s.workspace)) byRoot.set(s.workspace, { w: { root: s.workspace, files: 0 }, sessions: [] });
+    byRoot.get(s.workspace).sessions.push(s);
+  }
+  if (byRoot.size === 0) wsBox.append(el("p", { class: "muted" }, "No workspace is open: an editor's flyctl mcp opens one."));
+  for (const { w, sessions } of byRoot.values()) {
+    const ul = el("ul");
+    for (const s of sessions) {
+      const since = new Date(s.since).toLocaleTimeString();
+      ul.append(el("li", { "data-session": s.id },
+        `${s.client_name || "unknown client"} ${s.client_version || ""} — via ${s.via}, since ${since}, ${s.tools_called} tools called, ${s.files_read} files read`));
+    }
+    if (!sessions.length) ul.append(el("li", { class: "muted" }, "no session (kept warm for a while)"));
+    wsBox.append(el("div", { class: "ws" }, el("strong", { class: "mono" }, w.root), el("span", { class: "muted" }, `  ${w.files} files`), ul));
+  }
+  // Runs: the live ones from the status; an ended one is fetched once.
+  const live = new Set();
+  for (const r of st.runs || []) { runs.set(r.run_id, r); live.add(r.run_id); }
+  for (const [id, r] of runs) {
+    if (!live.has(id) && (r.state === "running" || r.state === "starting")) {
+      r.state = "ending…";
+      fetch(`/v1/runs/${encodeURIComponent(id)}`, { credentials: "same-origin" })
+        .then((x) => x.ok ? x.json() : null).then((x) => { if (x) { runs.set(id, x); renderRuns(); } });
+    }
+  }
+  renderRuns();
+  // Upstreams.
+  const ups = st.upstreams || [];
+  $("#upstreams-section").hidden = ups.length === 0;
+  const ub = $("#upstreams tbody");
+  ub.replaceChildren(...ups.map((u) => el("tr", {},
+    el("td", {}, u.name), el("td", { class: "state-" + u.state }, u.state + (u.error ? " — " + u.error : "")),
+    el("td", {}, u.pid || "-"), el("td", {}, String(u.sessions)), el("td", {}, String(u.restarts)),
+    el("td", {}, bytes(u.rss_bytes)), el("td", { class: "mono" }, u.workspace || "(" + u.share + ")"))));
+}
+
+function renderRuns() {
+  const tb = $("#runs tbody");
+  const list = [...runs.values()].sort((a, b) => b.started_at.localeCompare(a.started_at));
+  $("#no-runs").hidden = list.length > 0;
+  tb.replaceChildren(...list.map((r) => {
+    const live = r.state === "running" || r.state === "starting";
+    const actions = el("td", {});
+    if (live && r.kind === "run") {
+      actions.append(el("button", { type: "button", "data-action": "reload", onclick: () => post(`/v1/runs/${r.run_id}/reload`) }, "Hot reload"), " ",
+        el("button", { type: "button", "data-action": "restart", onclick: () => post(`/v1/runs/${r.run_id}/reload?full=1`) }, "Hot restart"), " ");
+    }
+    if (live) actions.append(el("button", { type: "button", class: "danger", "data-action": "stop", onclick: () => post(`/v1/runs/${r.run_id}/stop`) }, "Stop"));
+    const tr = el("tr", { "data-run": r.run_id, class: r.run_id === selected ? "selected" : "" },
+      el("td", {}, el("a", { class: "run mono", onclick: () => select(r.run_id) }, r.run_id)),
+      el("td", {}, r.kind), el("td", { class: "state state-" + r.state }, r.state), el("td", { class: "mono" }, r.app_id || ""),
+      el("td", {}, device(r)), el("td", {}, duration(r)), el("td", {}, r.exit_code ?? ""),
+      el("td", { class: "muted" }, r.kind !== "run" && live ? (progress.get(r.run_id) || "") : (r.error || "")), actions);
+    return tr;
+  }));
+}
+
+function filterRE() {
+  const q = $("#search").value;
+  if (!q) return null;
+  try { return new RegExp(q, "i"); } catch { return null; }
+}
+
+function appendLine(e) {
+  const pre = $("#log-lines");
+  const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  const text = e.type === "gap" ? `… ${e.text}` : `${e.seq} ${new Date(e.time).toLocaleTimeString()} ${e.text}`;
+  const div = el("div", { class: "line stream-" + (e.stream || "fly"), "data-seq": e.seq }, text);
+  const re = filterRE();
+  if (re && !re.test(text)) div.hidden = true;
+  pre.append(div);
+  while (pre.childElementCount > 5000) pre.firstElementChild.remove();
+  if (atBottom) pre.scrollTop = pre.scrollHeight;
+}
+
+function select(id) {
+  selected = id; lastSeq = 0; held = [];
+  $("#log").hidden = false;
+  $("#log-run").textContent = id;
+  $("#log-lines").replaceChildren();
+  renderRuns();
+  if (logAbort) logAbort.abort();
+  const ctl = new AbortController();
+  logAbort = ctl;
+  (async () => {
+    while (!ctl.signal.aborted) {
+      try {
+        const q = lastSeq ? `after=${lastSeq}` : "tail=500";
+        const resp = await fetch(`/v1/runs/${encodeURIComponent(id)}/logs?${q}&follow=1`, { credentials: "same-origin", signal: ctl.signal });
+        if (!resp.ok) { $("#log-state").textContent = await resp.text(); return; }
+        $("#log-state").textContent = "following";
+        for await (const e of lines(resp)) {
+          if (e.type === "entry" || e.type === "gap") {
+            lastSeq = e.seq;
+            if (runs.get(id) && runs.get(id).kind !== "run") { progress.set(id, e.text); }
+            if (paused) held.push(e); else appendLine(e);
+          } else if (e.type === "exit" || e.type === "end") {
+            $("#log-state").textContent = `ended: ${e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
+            return;
+          }
+        }
+      } catch (err) {
+        if (ctl.signal.aborted) return;
+      }
+      $("#log-state").textContent = "reconnecting…";
+      await sleep(500);
+    }
+  })();
+}
+
+$("#pause").addEventListener("click", () => {
+  paused = !paused;
+  $("#pause").textContent = paused ? `Resume (${held.length})` : "Pause";
+  if (!paused) { for (const e of held) appendLine(e); held = []; }
+});
+$("#search").addEventListener("input", () => {
+  const re = filterRE();
+  for (const d of $("#log-lines").children) d.hidden = !!re && !re.test(d.textContent);
+});
+setInterval(() => { if (paused) $("#pause").textContent = `Resume (${held.length})`; }, 500);
+
+follow("events", async () => {
+  const resp = await fetch("/v1/events", { credentials: "same-origin" });
+  if (resp.status === 401) { setConn(false, "not logged in: open the address flyctl dashboard prints"); await sleep(5000); return; }
+  if (!resp.ok) throw new Error(resp.statusText);
+  setConn(true, "live");
+  try {
+    for await (const st of lines(resp)) renderStatus(st);
+  } finally {
+    setConn(false, "reconnecting…");
+  }
+});
