@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +75,9 @@ func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
 // and straight over flyd's WebSocket, against the same read from a spawned
 // stdio server, interleaved so all see the same machine load. Reports
 // ratio = shim/baseline (goal ≤ 1.2) and ratio-direct = WebSocket/baseline,
-// which separates flyd's own cost from the shim process's.
+// which separates flyd's own cost from the shim process's, and
+// ratio-http-vs-shim: the same read over MCP Streamable HTTP on the
+// loopback listener against the shim.
 func BenchmarkShimHop(b *testing.B) {
 	root := b.TempDir()
 	writeTree(b, root, map[string]string{"lib/main.dart": "void main() => runApp(const MyApp());\n"})
@@ -83,6 +86,15 @@ func BenchmarkShimHop(b *testing.B) {
 	shim := viaShim(e)(b, "bench", root, nil)
 	direct := connectClient(b, "direct", directWS{e, root}, nil)
 	base := stdioBaseline(b, root)
+	st, err := getStatus(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, err := os.ReadFile(e.Paths.Token())
+	if err != nil {
+		b.Fatal(err)
+	}
+	httpc := viaStreamable(&tcpFlyd{e: e, addr: st.HTTP, token: strings.TrimSpace(string(tok))})(b, "http", root, nil)
 	ctx := context.Background()
 	params := &mcp.ReadResourceParams{URI: "workspace:///lib/main.dart"}
 	read := func(cs *mcp.ClientSession) time.Duration {
@@ -92,17 +104,19 @@ func BenchmarkShimHop(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	for range 50 { // warm all three
+	for range 50 { // warm all four
 		read(shim)
 		read(direct)
 		read(base)
+		read(httpc)
 	}
-	var tShim, tDirect, tBase time.Duration
+	var tShim, tDirect, tBase, tHTTP time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		tShim += read(shim)
 		tDirect += read(direct)
 		tBase += read(base)
+		tHTTP += read(httpc)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(tShim.Microseconds())/n, "µs/shim-read")
@@ -110,6 +124,8 @@ func BenchmarkShimHop(b *testing.B) {
 	b.ReportMetric(float64(tBase.Microseconds())/n, "µs/stdio-read")
 	b.ReportMetric(float64(tShim)/float64(tBase), "ratio")
 	b.ReportMetric(float64(tDirect)/float64(tBase), "ratio-direct")
+	b.ReportMetric(float64(tHTTP.Microseconds())/n, "µs/http-read")
+	b.ReportMetric(float64(tHTTP)/float64(tShim), "ratio-http-vs-shim")
 }
 
 var bigTree struct {

@@ -217,6 +217,9 @@ const maxCompletions = 100
 func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	res := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 	p := req.Params
+	if p != nil && p.Ref != nil && p.Ref.Type == "ref/prompt" {
+		return s.completePromptArg(req)
+	}
 	if p == nil || p.Ref == nil || p.Ref.Type != "ref/resource" || p.Ref.URI != "workspace:///{+path}" || p.Argument.Name != "path" {
 		return res, nil
 	}
@@ -288,4 +291,58 @@ func (s *Server) serveGrep(w http.ResponseWriter, r *http.Request) {
 		out.Files = append(out.Files, gf)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// completePromptArg completes the arguments of flyd's prompts: the
+// choices they name, the workspace's paths, and its runs.
+func (s *Server) completePromptArg(req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	res := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	p := req.Params
+	value := p.Argument.Value
+	var choices []string
+	switch p.Argument.Name {
+	case "state_management":
+		choices = []string{"setState", "provider", "riverpod", "bloc"}
+	case "http_package":
+		choices = []string{"http", "dio"}
+	case "layers": // a comma-separated list: complete its last element
+		done, last := "", value
+		if i := strings.LastIndexByte(value, ','); i >= 0 {
+			done, last = value[:i+1], strings.TrimSpace(value[i+1:])
+		}
+		for _, l := range []string{"data", "domain", "presentation", "application"} {
+			if strings.HasPrefix(l, last) && !strings.Contains(","+done, ","+l+",") {
+				choices = append(choices, done+l)
+			}
+		}
+		value = ""
+	case "path", "run_id":
+		sess, err := s.sessionOf(req.Session)
+		if err != nil {
+			return nil, err
+		}
+		if p.Argument.Name == "path" {
+			for _, f := range sess.ws.index.After(value, sess.ws.index.Len()) {
+				if !strings.HasPrefix(f.Path, value) || len(choices) > maxCompletions {
+					break
+				}
+				choices = append(choices, f.Path)
+			}
+		} else if recs, err := s.runs.List(sess.ws.root); err == nil {
+			for _, r := range recs {
+				choices = append(choices, r.ID)
+			}
+		}
+	}
+	for _, c := range choices {
+		if strings.HasPrefix(strings.ToLower(c), strings.ToLower(value)) {
+			if len(res.Completion.Values) == maxCompletions {
+				res.Completion.HasMore = true
+				break
+			}
+			res.Completion.Values = append(res.Completion.Values, c)
+		}
+	}
+	res.Completion.Total = len(res.Completion.Values)
+	return res, nil
 }

@@ -14,12 +14,16 @@ import (
 	"slices"
 	"strings"
 
+	"net/url"
+
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
 
 const configUsage = `Usage:
   flyctl config mcp --client CLIENT [--workspace DIR] [--flyctl PATH] [--write]
+  flyctl config mcp --client CLIENT --http [--workspace DIR] [--write]
   flyctl config mcp --client CLIENT --import [--write]
 
 Prints the MCP configuration that makes an editor run "flyctl mcp", as a
@@ -43,6 +47,13 @@ replaced atomically (a temporary file and a rename; a symlink's target is
 written), and a file that is not valid JSON (comments included) is left
 alone with an error. Where the snippet went is reported on stderr.
 
+--http configures the URL form instead, for editors that speak MCP over
+HTTP (claude-code, cursor, vscode): Streamable HTTP at flyd's loopback
+address with ?workspace=DIR, and an Authorization header that reads the
+token from the FLY_TOKEN environment variable (the token itself is never
+written into the file): export FLY_TOKEN="$(flyctl token print)" where
+the editor starts.
+
 --import moves the editor's own stdio MCP servers (dart mcp-server, …)
 into flyd's upstreams.json, so that flyd runs each once per workspace for
 every client, and leaves only "fly" (flyctl mcp) in the editor's file;
@@ -56,6 +67,7 @@ Examples:
   flyctl config mcp --client cursor --write
   flyctl config mcp --client claude --workspace ~/src/my_app --write
   flyctl config mcp --client claude-code --import --write
+  flyctl config mcp --client vscode --http --write
 `
 
 // mcpClient is an editor that runs MCP servers from a JSON config file.
@@ -128,6 +140,7 @@ type configOptions struct {
 	flyctl    string
 	write     bool
 	imp       bool
+	http      bool
 }
 
 func newConfigFlags(o *configOptions) *pflag.FlagSet {
@@ -138,6 +151,7 @@ func newConfigFlags(o *configOptions) *pflag.FlagSet {
 	fs.StringVar(&o.workspace, "workspace", "", "the project `DIR` (default: the current directory)")
 	fs.StringVar(&o.flyctl, "flyctl", "", "the flyctl `PATH` the editor runs (default: flyctl on the editor's PATH; for claude, this flyctl's absolute path)")
 	fs.BoolVar(&o.write, "write", false, "merge the server into the editor's config file instead of printing it")
+	fs.BoolVar(&o.http, "http", false, "configure the URL form (MCP Streamable HTTP on flyd's loopback listener, with the token from $FLY_TOKEN) instead of flyctl mcp")
 	fs.BoolVar(&o.imp, "import", false, "move the editor's own stdio servers into flyd's upstreams.json, leaving flyctl mcp in their place (prints the plan; --write applies it, keeping a backup)")
 	return fs
 }
@@ -173,8 +187,14 @@ func runConfigMCP(_ context.Context, args []string, getenv func(string) string, 
 	if o.imp {
 		return runImport(mc, dir, entry, o.write, getenv, stdout, stderr)
 	}
+	var server any = entry
+	if o.http {
+		if server, err = mc.httpEntry(dir, getenv); err != nil {
+			return err
+		}
+	}
 	if !o.write {
-		doc, err := marshalIndented(map[string]map[string]serverEntry{mc.key: {serverName: entry}})
+		doc, err := marshalIndented(map[string]map[string]any{mc.key: {serverName: server}})
 		if err != nil {
 			return err
 		}
@@ -192,7 +212,7 @@ func runConfigMCP(_ context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	changed, err := mergeServer(name, mc.key, entry)
+	changed, err := mergeServer(name, mc.key, server)
 	if err != nil {
 		return err
 	}
@@ -267,6 +287,41 @@ func (mc mcpClient) entry(flyctl, dir string, getenv func(string) string) (serve
 	}
 	return e, nil
 }
+
+// httpEntry is the URL form of the fly server: Streamable HTTP at
+// flyd's loopback address, the workspace in the query, and the token
+// from the FLY_TOKEN variable, never written into the file (project
+// files get committed).
+func (mc mcpClient) httpEntry(dir string, getenv func(string) string) (any, error) {
+	if mc.global {
+		return nil, usagef("config mcp --http: Claude Desktop takes remote servers as connectors in its settings, not in its config file; use flyctl mcp (drop --http)")
+	}
+	addr := flydDefaultListen
+	if p, err := paths.Resolve(getenv); err == nil {
+		if a, err := listenAddr(p); err == nil {
+			addr = a
+		}
+	}
+	u := "http://" + addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(dir)
+	auth := "Bearer ${FLY_TOKEN}"
+	if mc.name == "cursor" || mc.name == "vscode" {
+		auth = "Bearer ${env:FLY_TOKEN}"
+	}
+	type httpServer struct {
+		Type    string            `json:"type,omitempty"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	e := httpServer{URL: u, Headers: map[string]string{"Authorization": auth}}
+	if mc.typed {
+		e.Type = "http"
+	}
+	return e, nil
+}
+
+// flydDefaultListen is flyd's default loopback address, used when no
+// flyd has written its own.
+const flydDefaultListen = "127.0.0.1:7717"
 
 // flutterEnvNames are the variables a generated editor config pins for
 // flutter, for editors that start servers with a bare environment.
@@ -415,7 +470,7 @@ func (o *jsonObject) marshal() []byte {
 // mergeServer sets servers key.fly to entry in the config file name,
 // keeping everything else, and reports whether the file changed. It
 // refuses a file that is not a valid JSON object.
-func mergeServer(name, key string, entry serverEntry) (changed bool, err error) {
+func mergeServer(name, key string, entry any) (changed bool, err error) {
 	orig, err := os.ReadFile(name)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("read %s: %w", name, err)

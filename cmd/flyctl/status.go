@@ -182,6 +182,9 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	fmt.Fprintf(stdout, "flyd %s (protocol %d), pid %d, up %s\n", st.Version, st.Protocol, st.PID, time.Duration(st.UptimeSec*float64(time.Second)).Round(time.Second))
 	fmt.Fprintf(stdout, "socket:    %s\nstate dir: %s\ndatabase:  %s (%s)\n", st.Socket, st.StateDir, paths.Paths{StateDir: st.StateDir}.DB(), humanBytes(st.DBBytes))
+	if st.HTTP != "" {
+		fmt.Fprintf(stdout, "http:      http://%s (MCP at /mcp, dashboard at /; flyctl dashboard, flyctl token print)\n", st.HTTP)
+	}
 	for _, n := range st.Notices {
 		fmt.Fprintf(stdout, "NOTICE:    %s\n", n)
 	}

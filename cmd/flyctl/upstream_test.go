@@ -158,3 +158,45 @@ func TestConfigImport(t *testing.T) {
 		t.Fatalf("second plan:\n%s", out)
 	}
 }
+
+func TestConfigMCPHTTP(t *testing.T) {
+	e := flytest.NewEnv(t)
+	dir := t.TempDir()
+	out := mustFlyctl(t, e.Getenv, "config", "mcp", "--client", "vscode", "--http", "--workspace", dir)
+	var doc struct {
+		Servers map[string]struct {
+			Type    string            `json:"type"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	fly := doc.Servers["fly"]
+	if fly.Type != "http" || !strings.HasPrefix(fly.URL, "http://127.0.0.1:7717/mcp?workspace=") || fly.Headers["Authorization"] != "Bearer ${env:FLY_TOKEN}" {
+		t.Fatalf("vscode --http = %+v", fly)
+	}
+	mustFlyctl(t, e.Getenv, "config", "mcp", "--client", "claude-code", "--http", "--workspace", dir, "--write")
+	b, err := os.ReadFile(filepath.Join(dir, ".mcp.json"))
+	if err != nil || !strings.Contains(string(b), `"Bearer ${FLY_TOKEN}"`) || !strings.Contains(string(b), `"type": "http"`) {
+		t.Fatalf(".mcp.json = %s, %v", b, err)
+	}
+	if _, errs, code := flyctl(t, e.Getenv, "config", "mcp", "--client", "claude", "--http"); code != 2 || !strings.Contains(errs, "connectors") {
+		t.Fatalf("claude --http exited %d: %s", code, errs)
+	}
+}
+
+func TestTokenAndDashboard(t *testing.T) {
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
+	tok := strings.TrimSpace(mustFlyctl(t, e.Getenv, "token", "print"))
+	url := strings.TrimSpace(mustFlyctl(t, e.Getenv, "dashboard"))
+	if len(tok) != 64 || !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/?token="+tok) {
+		t.Fatalf("token %q, dashboard %q", tok, url)
+	}
+	rotated := strings.TrimSpace(mustFlyctl(t, e.Getenv, "token", "rotate"))
+	if rotated == tok || strings.TrimSpace(mustFlyctl(t, e.Getenv, "token", "print")) != rotated {
+		t.Fatalf("rotate gave %q (was %q)", rotated, tok)
+	}
+}
