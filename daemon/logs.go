@@ -172,7 +172,7 @@ func (s *Server) runChanged(r *runs.Run) {
 	var sessions []*session
 	if announce {
 		for _, sess := range s.sessions {
-			if sess.ws.root == r.Root() {
+			if sess.root() == r.Root() {
 				sessions = append(sessions, sess)
 			}
 		}

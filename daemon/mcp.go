@@ -169,6 +169,15 @@ func sessionID(req mcp.Request) string {
 // their precise refusal before the SDK's template lookup.
 func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if needsWorkspace(method) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				if sess, err := s.sessionOf(ss); err == nil {
+					if err := s.bindWorkspace(ctx, sess); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
 		if res, ok, err := s.proxyUpstream(ctx, method, req, next); ok {
 			return res, err
 		}

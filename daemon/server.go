@@ -226,12 +226,14 @@ func (s *Server) Run(ctx context.Context) error {
 		},
 	}
 	hs.RegisterOnShutdown(s.closeHTTPSessions)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(pl) }() // owned by Run: ended by Shutdown below
-	s.log.Info("flyd listening", "socket", p.Socket, "state_dir", p.StateDir, "pid", os.Getpid(), "version", wire.Version)
+	// The loopback listener, token and address are in place before the
+	// socket answers: whoever sees flyd up finds them.
 	if tcp := s.startTCP(); tcp != nil {
 		defer tcp()
 	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(pl) }() // owned by Run: ended by Shutdown below
+	s.log.Info("flyd listening", "socket", p.Socket, "state_dir", p.StateDir, "pid", os.Getpid(), "version", wire.Version)
 
 	select {
 	case <-ctx.Done():
@@ -395,7 +397,11 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *session) error {
 	s.conns.Add(1)
 	defer s.conns.Done()
-	defer s.ws.release(sess.ws)
+	defer func() {
+		if w := sess.workspace(); w != nil {
+			s.ws.release(w)
+		}
+	}()
 	sess.since = time.Now()
 	sess.subs = make(map[string]bool)
 
@@ -423,11 +429,12 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		s.up.Join(sess)
 		defer s.up.Leave(sess)
 	}
-	w := sess.ws
-	w.mu.Lock()
-	w.sessions[sess] = true
-	w.mu.Unlock()
-	s.log.Info("session started", logSession, sess.id, "workspace", w.root, "peer_pid", sess.peerPID)
+	if w := sess.workspace(); w != nil {
+		w.mu.Lock()
+		w.sessions[sess] = true
+		w.mu.Unlock()
+	}
+	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "peer_pid", sess.peerPID)
 	s.changes.bump()
 	defer s.changes.bump()
 
@@ -435,13 +442,15 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 
 	info := sess.info()
 	info.Ended = time.Now()
-	w.mu.Lock()
-	delete(w.sessions, sess)
-	w.recent = append(w.recent, info)
-	if len(w.recent) > maxRecentSessions {
-		w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+	if w := sess.workspace(); w != nil {
+		w.mu.Lock()
+		delete(w.sessions, sess)
+		w.recent = append(w.recent, info)
+		if len(w.recent) > maxRecentSessions {
+			w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+		}
+		w.mu.Unlock()
 	}
-	w.mu.Unlock()
 	if db := s.db; db != nil {
 		// store.Session has SessionInfo's fields: the conversion fails to
 		// compile if they drift apart.

@@ -26,6 +26,12 @@ type session struct {
 
 	connected chan struct{} // if not nil, closed once Connect returned (ss is set if it succeeded)
 
+	// wsMu guards ws while it may still change: a Streamable HTTP session
+	// without ?workspace= takes its workspace from the client's roots at
+	// its first request (bindWorkspace). Request handlers run after that
+	// and read ws directly; anything else calls workspace().
+	wsMu sync.Mutex
+
 	ss atomic.Pointer[mcp.ServerSession]
 
 	filesRead   atomic.Int64
@@ -94,7 +100,7 @@ func (s *session) info() SessionInfo {
 		ID:            s.id,
 		ClientName:    name,
 		ClientVersion: version,
-		Workspace:     s.ws.root,
+		Workspace:     s.root(),
 		Via:           s.via,
 		PeerPID:       s.peerPID,
 		Since:         s.since,
@@ -155,7 +161,7 @@ func (t wsTransport) Connect(context.Context) (mcp.Connection, error) { return t
 // notify, sample and elicit through them.
 
 func (s *session) ID() string              { return s.id }
-func (s *session) Root() string            { return s.ws.root }
+func (s *session) Root() string            { return s.root() }
 func (s *session) Env() map[string]string  { return s.env }
 func (s *session) MCP() *mcp.ServerSession { return s.ss.Load() }
 
@@ -164,4 +170,18 @@ func (s *session) Notify(method string, params any) {
 	if s.ready() {
 		_ = s.conn.notify(method, params)
 	}
+}
+
+// workspace returns the session's workspace, nil while it is unbound.
+func (s *session) workspace() *workspace {
+	s.wsMu.Lock()
+	defer s.wsMu.Unlock()
+	return s.ws
+}
+
+func (s *session) root() string {
+	if w := s.workspace(); w != nil {
+		return w.root
+	}
+	return ""
 }

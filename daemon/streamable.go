@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -119,18 +121,18 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			dir = d
 		}
 	}
-	if dir == "" {
-		http.Error(w, "no workspace: add ?workspace=/abs/path/of/your/project to the URL (or send the "+wire.HeaderWorkspace+" header)", http.StatusBadRequest)
-		return
-	}
 	if !s.roomForHTTPSession() {
 		http.Error(w, "too many MCP sessions over HTTP; close some (DELETE /mcp with their "+headerSessionID+")", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := s.ws.acquire(dir)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+	// Without a workspace, the session takes the client's first root at
+	// its first request (bindWorkspace), or answers with how to name one.
+	var ws *workspace
+	if dir != "" {
+		if ws, err = s.ws.acquire(dir); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 	}
 	pr, _ := peerFrom(r.Context())
 	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, via: "http", connected: make(chan struct{})}
@@ -175,4 +177,52 @@ func (s *Server) roomForHTTPSession() bool {
 	}
 	s.http.remove(oldest.sess.id)
 	return true
+}
+
+// needsWorkspace reports whether a method works on the session's
+// workspace: all but the handshake, pings, logging and notifications.
+func needsWorkspace(method string) bool {
+	switch method {
+	case "initialize", "ping", "logging/setLevel":
+		return false
+	}
+	return !strings.HasPrefix(method, "notifications/")
+}
+
+// errNoWorkspace says how to name a workspace over HTTP.
+var errNoWorkspace = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+	Message: "no workspace: add ?workspace=/abs/path/of/your/project to the MCP URL, or use a client that offers MCP roots (flyd takes the first)"}
+
+// bindWorkspace gives a session without a workspace the first root the
+// client offers (roots/list), once; concurrent requests wait for it.
+func (s *Server) bindWorkspace(ctx context.Context, sess *session) error {
+	sess.wsMu.Lock()
+	defer sess.wsMu.Unlock()
+	if sess.ws != nil {
+		return nil
+	}
+	ss := sess.ss.Load()
+	if ss == nil {
+		return errNoWorkspace
+	}
+	//lint:ignore SA1019 roots are how a session-ful client names its project
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil || len(res.Roots) == 0 {
+		return errNoWorkspace
+	}
+	u, err := url.Parse(res.Roots[0].URI)
+	if err != nil || u.Scheme != "file" || u.Path == "" {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("the client's first root %q is not a file:// directory: add ?workspace=/abs/path to the MCP URL", res.Roots[0].URI)}
+	}
+	w, err := s.ws.acquire(u.Path)
+	if err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("workspace from the client's roots: %v", err)}
+	}
+	sess.ws = w
+	w.mu.Lock()
+	w.sessions[sess] = true
+	w.mu.Unlock()
+	s.log.Info("session bound to the client's first root", logSession, sess.id, "workspace", w.root)
+	s.changes.bump()
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,41 @@ func TestTCPPortTakenAndDisabled(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "loopback") {
 		t.Fatalf("--listen 0.0.0.0:7717: %v\n%s", err, out)
+	}
+}
+
+// TestStreamableWorkspaceFromRoots: a URL without ?workspace= takes the
+// client's first root; a client without roots is told how to name one.
+func TestStreamableWorkspaceFromRoots(t *testing.T) {
+	f := startTCPFlyd(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	tr := func() *mcp.StreamableClientTransport {
+		return &mcp.StreamableClientTransport{Endpoint: "http://" + f.addr + wire.RouteStreamable,
+			HTTPClient: &http.Client{Transport: bearer{f.token, http.DefaultTransport}}}
+	}
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.Implementation{Name: "rooted", Version: "1"}, nil)
+	//lint:ignore SA1019 roots are how a session-ful client names its project
+	c.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: root}).String()})
+	cs, err := c.Connect(ctx, tr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	uris, _ := listAll(t, cs)
+	if !slices.Contains(uris, "workspace:///lib/main.dart") {
+		t.Fatalf("resources/list of a session bound by its roots = %v", uris)
+	}
+
+	// A client that offers no roots: the go-sdk client offers the
+	// capability, but an empty list.
+	bare, err := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, nil).Connect(ctx, tr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if _, err := bare.ListResources(ctx, nil); err == nil || !strings.Contains(err.Error(), "?workspace=") {
+		t.Fatalf("a session with no workspace and no roots: %v", err)
 	}
 }

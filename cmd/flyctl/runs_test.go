@@ -43,6 +43,9 @@ func TestCLIAgainstFlyd(t *testing.T) {
 	n.add(root, "<ROOT>")
 	n.add(e.Paths.Socket, "<SOCKET>")
 	n.add(e.Paths.StateDir, "<STATE>")
+	if b, err := os.ReadFile(e.Paths.HTTPAddr()); err == nil {
+		n.add(strings.TrimSpace(string(b)), "<HTTP>")
+	}
 	pids := map[int]string{flyd.Cmd.Process.Pid: "<FLYD_PID>", shimPID: "<SHIM_PID>", ri.PID: "<RUN_PID>"}
 	norm := func(s string) string {
 		s = n.apply(s)
