@@ -151,20 +151,33 @@ function filterRE() {
   try { return new RegExp(q, "i"); } catch { return null; }
 }
 
+// Lines are added in batches, once per tick: one layout per batch, not
+// per line, so a run printing thousands of lines a second stays live.
+let pending = [], flushing = false;
 function appendLine(e) {
+  pending.push(e);
+  if (!flushing) { flushing = true; setTimeout(flushLines, 16); }
+}
+
+function flushLines() {
+  flushing = false;
   const pre = $("#log-lines");
   const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-  const text = e.type === "gap" ? `… ${e.text}` : `${e.seq} ${new Date(e.time).toLocaleTimeString()} ${e.text}`;
-  const div = el("div", { class: "line stream-" + (e.stream || "fly"), "data-seq": e.seq }, text);
   const re = filterRE();
-  if (re && !re.test(text)) div.hidden = true;
-  pre.append(div);
-  while (pre.childElementCount > 5000) pre.firstElementChild.remove();
+  const frag = document.createDocumentFragment();
+  for (const e of pending.splice(0)) {
+    const text = e.type === "gap" ? `… ${e.text}` : `${e.seq} ${new Date(e.time).toLocaleTimeString()} ${e.text}`;
+    const div = el("div", { class: "line stream-" + (e.stream || "fly"), "data-seq": e.seq, "data-time": e.time }, text);
+    if (re && !re.test(text)) div.hidden = true;
+    frag.append(div);
+  }
+  pre.append(frag);
+  for (let extra = pre.childElementCount - 5000; extra > 0; extra--) pre.firstElementChild.remove();
   if (atBottom) pre.scrollTop = pre.scrollHeight;
 }
 
 function select(id) {
-  selected = id; lastSeq = 0; held = [];
+  selected = id; lastSeq = 0; held = []; pending = [];
   $("#log").hidden = false;
   $("#log-run").textContent = id;
   $("#log-lines").replaceChildren();

@@ -4,6 +4,8 @@
 //   FLY_RUN   the id of a live run started through the shim
 //   CHROMIUM  the Chromium executable (default /usr/bin/chromium)
 //   FLY_SHOT  if set, a screenshot of the live page is saved there
+//   FLY_BENCH_LINES  if set, only measure the log's latency to the DOM
+//             over that many lines and print it
 // It prints one JSON line per step on stdout and, at the restart step,
 // waits for a line on stdin saying flyd is back.
 import { chromium } from "playwright-core";
@@ -31,6 +33,30 @@ try {
   await row.locator(".state", { hasText: "running" }).waitFor();
   out({ step: "run-listed" });
 
+  if (process.env.FLY_BENCH_LINES) {
+    // Latency from the child's print (the fake stamps each line at=NS) to
+    // its line in the DOM, for FLY_BENCH_LINES lines, measured in the page.
+    const n = Number(process.env.FLY_BENCH_LINES);
+    await page.evaluate((n) => {
+      window.__lat = [];
+      new MutationObserver((muts) => {
+        const now = Date.now();
+        for (const m of muts) for (const node of m.addedNodes) {
+          const at = /at=(\d+)/.exec(node.textContent || ""); // the child's print time, in ns
+          if (at && window.__lat.length < n) window.__lat.push(now - Number(at[1].slice(0, -6)));
+        }
+      }).observe(document.querySelector("#log-lines"), { childList: true });
+    }, n);
+    await row.locator("a.run").click();
+    for (let i = 0; i < 5 && process.env.FLY_BENCH_DEBUG; i++) {
+      await new Promise((r) => setTimeout(r, 2000));
+      out({ debug: await page.evaluate(() => [window.__lat.length, document.querySelectorAll("#log-lines .line").length, document.querySelector("#log-state").textContent, (document.querySelector("#log-lines").lastElementChild || {}).textContent]) });
+    }
+    await page.waitForFunction((n) => window.__lat.length >= n, n, { timeout: 120000, polling: 250 });
+    const lat = (await page.evaluate(() => window.__lat)).slice(500).sort((a, b) => a - b); // after the backlog
+    out({ step: "bench", n: lat.length, p50: lat[Math.floor(lat.length / 2)], p99: lat[Math.floor(lat.length * 0.99)] });
+    process.exit(0);
+  }
   await row.locator("a.run").click();
   const logLines = page.locator("#log-lines .line");
   await logLines.first().waitFor();
