@@ -24,6 +24,7 @@ import (
 // in conformance-baseline.yml, each saying which fixture; the suite fails
 // the run on any other failure and on a baseline entry that passes.
 func TestConformanceSuite(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)
 	flytest.StartFlyd(t, e)

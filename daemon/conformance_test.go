@@ -8,15 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
 )
 
+var npmMu sync.Mutex
+
 // conformanceDir holds the third-party client checks and their npm
 // packages (the official TypeScript SDK, the MCP Inspector, Node 22).
 func conformanceDir(t *testing.T) string {
+	// Tests that run in parallel share one npm ci.
+	npmMu.Lock()
+	defer npmMu.Unlock()
 	dir, err := filepath.Abs(filepath.Join("..", "testdata", "conformance"))
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ func viaStreamable(f *tcpFlyd) connector {
 }
 
 func TestSharedWorkspaceOverTCP(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	for name, via := range map[string]func(*tcpFlyd) connector{"websocket": viaTCPWebSocket, "streamable": viaStreamable} {
 		t.Run(name, func(t *testing.T) {
 			f := startTCPFlyd(t)
@@ -113,6 +114,7 @@ func TestSharedWorkspaceOverTCP(t *testing.T) {
 // TestRunOverStreamableHTTP starts and stops a run from an HTTP client,
 // and the socket's client sees it.
 func TestRunOverStreamableHTTP(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t)
 	fl := flytest.StartFlyd(t, e)
@@ -152,6 +154,7 @@ func TestRunOverStreamableHTTP(t *testing.T) {
 }
 
 func TestTCPRefusals(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	f := startTCPFlyd(t)
 	if fi, err := os.Stat(f.e.Paths.Token()); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v, want mode 0600", fi, err)
@@ -241,6 +244,7 @@ func TestTCPRefusals(t *testing.T) {
 }
 
 func TestTCPPortTakenAndDisabled(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +283,7 @@ func TestTCPPortTakenAndDisabled(t *testing.T) {
 // TestStreamableWorkspaceFromRoots: a URL without ?workspace= takes the
 // client's first root; a client without roots is told how to name one.
 func TestStreamableWorkspaceFromRoots(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	f := startTCPFlyd(t)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})

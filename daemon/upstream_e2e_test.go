@@ -165,6 +165,7 @@ func liveOnes(pids []int) []int {
 }
 
 func TestUpstreamSharedPerWorkspace(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, nil)
 	wsA, wsB := newWorkspace(t), newWorkspace(t)
 	a1, a2, b1 := u.connect(t, "a1", wsA), u.connect(t, "a2", wsA), u.connect(t, "b1", wsB)
@@ -251,6 +252,7 @@ func TestUpstreamSharedPerWorkspace(t *testing.T) {
 }
 
 func TestUpstreamSubscriptionsAreCounted(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, nil)
 	ws := newWorkspace(t)
 	c1, c2 := u.connect(t, "c1", ws), u.connect(t, "c2", ws)
@@ -311,6 +313,7 @@ func TestUpstreamSubscriptionsAreCounted(t *testing.T) {
 }
 
 func TestUpstreamCrashMidCall(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, nil)
 	ws := newWorkspace(t)
 	c := u.connect(t, "c", ws)
@@ -348,6 +351,7 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 }
 
 func TestUpstreamCancelAndTimeout(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, map[string]any{"timeout_sec": 2})
 	ws := newWorkspace(t)
 	c1, c2 := u.connect(t, "c1", ws), u.connect(t, "c2", ws)
@@ -383,6 +387,7 @@ func TestUpstreamCancelAndTimeout(t *testing.T) {
 }
 
 func TestUpstreamConfigReloadAndIdle(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	dir := t.TempDir()
 	flytest.StartFlyd(t, e, "--linger", "1s")
@@ -437,6 +442,7 @@ func TestUpstreamConfigReloadAndIdle(t *testing.T) {
 }
 
 func TestUpstreamsDieWithFlyd(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, map[string]any{"share": "session"})
 	ws := newWorkspace(t)
 	c1, c2 := u.connect(t, "c1", ws), u.connect(t, "c2", ws)
@@ -453,6 +459,7 @@ func TestUpstreamsDieWithFlyd(t *testing.T) {
 }
 
 func TestUpstreamListsFromCacheWhileStarting(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, nil)
 	ws := newWorkspace(t)
 	c := u.connect(t, "c", ws)
@@ -486,6 +493,7 @@ func TestUpstreamListsFromCacheWhileStarting(t *testing.T) {
 }
 
 func TestUpstreamListChangedAndGlobal(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := startUpEnv(t, map[string]any{"share": "global"})
 	wsA, wsB := newWorkspace(t), newWorkspace(t)
 	a, b := u.connect(t, "a", wsA), u.connect(t, "b", wsB)

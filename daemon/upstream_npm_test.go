@@ -63,6 +63,7 @@ func textOf(t *testing.T) func(*mcp.CallToolResult, error) string {
 }
 
 func TestUpstreamServerEverything(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := npmUpstreams(t)
 	ws := newWorkspace(t)
 	c1, c2 := u.connect(t, "c1", ws), u.connect(t, "c2", ws)
@@ -157,6 +158,7 @@ func TestUpstreamServerEverything(t *testing.T) {
 }
 
 func TestUpstreamServerFilesystemGetsTheWorkspace(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	u := npmUpstreams(t)
 	wsA, wsB := newWorkspace(t), newWorkspace(t)
 	a, b := u.connect(t, "a", wsA), u.connect(t, "b", wsB)
