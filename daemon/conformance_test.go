@@ -5,55 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
 )
 
-var npmMu sync.Mutex
-
-// conformanceDir holds the third-party client checks and their npm
-// packages (the official TypeScript SDK, the MCP Inspector, Node 22).
-func conformanceDir(t *testing.T) string {
-	// Tests that run in parallel share one npm ci.
-	npmMu.Lock()
-	defer npmMu.Unlock()
-	dir, err := filepath.Abs(filepath.Join("..", "testdata", "conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	installed := true
-	for _, bin := range []string{"mcp-inspector", "mcp-server-everything", "mcp-server-filesystem", "conformance", "node"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", bin)); err != nil {
-			installed = false
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
-		installed = false
-	}
-	if installed {
-		return dir
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("npm is not installed: CI must run the third-party client checks")
-		}
-		t.Skip("npm is not installed; install Node.js and npm to run the third-party client checks")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	return dir
-}
+// conformanceDir holds the third-party checks and their npm packages.
+func conformanceDir(t *testing.T) string { return flytest.ConformanceDir(t) }
 
 // TestThirdPartyClients drives flyctl mcp with unmodified third-party MCP
 // clients, the official TypeScript SDK client and the MCP Inspector CLI:

@@ -1,4 +1,4 @@
-package daemon
+package upstream_test
 
 // Roots, sampling and logging are deprecated from protocol 2026-07-28 on,
 // but the upstreams flyd shares (dart mcp-server first) speak the
@@ -226,11 +226,11 @@ func TestUpstreamSharedPerWorkspace(t *testing.T) {
 	if err != nil || len(comp.Completion.Values) != 1 || comp.Completion.Values[0] != "an-done" {
 		t.Fatalf("complete = %+v, %v", comp, err)
 	}
-	uris, _ := listAll(t, a1.cs)
+	uris := listAll(t, a1.cs)
 	if i := slices.Index(uris, fakeupstream.CounterURI); i < 0 || !slices.Contains(uris[:i], "workspace:///lib/main.dart") {
 		t.Fatalf("resources/list = %v: want flyd's own, then %s", uris, fakeupstream.CounterURI)
 	}
-	if text, _ := readText(t, a1.cs, "fake://item/7"); text != "item 7" {
+	if text := readText(t, a1.cs, "fake://item/7"); text != "item 7" {
 		t.Fatalf("read through the template = %q", text)
 	}
 	tmpls, err := a1.cs.ListResourceTemplates(context.Background(), nil)

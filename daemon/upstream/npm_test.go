@@ -1,4 +1,4 @@
-package daemon
+package upstream_test
 
 //lint:file-ignore SA1019 upstreams of the session-ful protocol use roots, sampling and logging
 
@@ -21,7 +21,7 @@ import (
 // "fs": it serves the roots flyd gives it.
 func npmUpstreams(t *testing.T) *upEnv {
 	t.Helper()
-	dir := conformanceDir(t)
+	dir := flytest.ConformanceDir(t)
 	node := filepath.Join(dir, "node_modules", ".bin", "node")
 	pkg := func(name string) string {
 		return filepath.Join(dir, "node_modules", "@modelcontextprotocol", name, "dist", "index.js")
@@ -115,11 +115,11 @@ func TestUpstreamServerEverything(t *testing.T) {
 	}
 
 	// Resources: listed after flyd's own, read by URI and by template.
-	uris, _ := listAll(t, c1.cs)
+	uris := listAll(t, c1.cs)
 	if !slices.ContainsFunc(uris, func(u string) bool { return strings.HasPrefix(u, "demo://resource/static/document/") }) {
 		t.Fatalf("resources/list has no demo:// documents: %v", uris)
 	}
-	if text, _ := readText(t, c1.cs, "demo://resource/dynamic/text/3"); !strings.Contains(text, "3") {
+	if text := readText(t, c1.cs, "demo://resource/dynamic/text/3"); !strings.Contains(text, "3") {
 		t.Fatalf("dynamic text 3 = %q", text)
 	}
 

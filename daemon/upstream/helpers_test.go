@@ -1,0 +1,93 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fly-dev/fly/internal/fakeupstream"
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+// The end-to-end tests of upstreams run the real flyd and shim; the fake
+// upstream is this test binary, run again as FLY_TEST_HELPER=upstream.
+func TestMain(m *testing.M) {
+	switch os.Getenv("FLY_TEST_HELPER") {
+	case "upstream":
+		os.Exit(fakeupstream.Main(os.Getenv))
+	case "upstream-child":
+		os.Exit(fakeupstream.Child())
+	}
+	before := goleak.IgnoreCurrent()
+	code := m.Run()
+	flytest.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func getStatus(e *flytest.Env) (*wire.Status, error) {
+	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status: %s", resp.Status)
+	}
+	var st wire.Status
+	return &st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+func writeTree(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// listAll pages through resources/list and returns every URI in order.
+func listAll(t testing.TB, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var uris []string
+	params := &mcp.ListResourcesParams{}
+	for {
+		res, err := cs.ListResources(context.Background(), params)
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		for _, r := range res.Resources {
+			uris = append(uris, r.URI)
+		}
+		if res.NextCursor == "" {
+			return uris
+		}
+		params = &mcp.ListResourcesParams{Cursor: res.NextCursor}
+	}
+}
+
+func readText(t testing.TB, cs *mcp.ClientSession, uri string) string {
+	t.Helper()
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	return res.Contents[0].Text
+}
