@@ -2,18 +2,14 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"go.uber.org/goleak"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
-	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,18 +31,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func getStatus(e *flytest.Env) (*Status, error) {
-	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status: %s", resp.Status)
-	}
-	var st Status
-	return &st, json.NewDecoder(resp.Body).Decode(&st)
-}
+func getStatus(e *flytest.Env) (*Status, error) { return flytest.Status(e) }
 
 // notes collects what the server sent a client.
 type notes struct {
@@ -156,18 +141,7 @@ func newTestServer(t testing.TB) *Server {
 }
 
 // writeTree creates files (path → content) under root.
-func writeTree(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func writeTree(t testing.TB, root string, files map[string]string) { flytest.WriteTree(t, root, files) }
 
 // listAll pages through resources/list and returns every URI in order.
 func listAll(t testing.TB, cs *mcp.ClientSession) (uris []string, pages int) {

@@ -131,17 +131,8 @@ func callText(t *testing.T, c *upClient, tool string, args any) string {
 	return string(b)
 }
 
-// eventually polls cond until it holds; the deadline is a hang detector.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 60s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// eventually waits until cond holds (see flytest.Eventually).
+func eventually(t *testing.T, what string, cond func() bool) { flytest.Eventually(t, what, cond) }
 
 func waitFor[T any](t *testing.T, what string, ch <-chan T) T {
 	t.Helper()

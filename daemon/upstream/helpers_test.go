@@ -2,16 +2,12 @@ package upstream_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/fly-dev/fly/internal/fakeupstream"
 	"github.com/fly-dev/fly/internal/flytest"
-	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -37,31 +33,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func getStatus(e *flytest.Env) (*wire.Status, error) {
-	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status: %s", resp.Status)
-	}
-	var st wire.Status
-	return &st, json.NewDecoder(resp.Body).Decode(&st)
-}
-
-func writeTree(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+var (
+	getStatus = flytest.Status
+	writeTree = flytest.WriteTree
+)
 
 // listAll pages through resources/list and returns every URI in order.
 func listAll(t testing.TB, cs *mcp.ClientSession) []string {

@@ -171,6 +171,12 @@ func (in *instance) idleStop() {
 // shutdown stops the supervisor, which closes the connection and stops
 // the process group, and waits for it.
 func (in *instance) shutdown() {
+	in.mu.Lock()
+	if in.idle != nil {
+		in.idle.Stop()
+		in.idle = nil
+	}
+	in.mu.Unlock()
 	in.cancel()
 	<-in.done
 }
@@ -663,13 +669,6 @@ func (in *instance) unsubscribe(ctx context.Context, s Session, uri string) erro
 	return in.call(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
-}
-
-// subscribers is how many sessions subscribe to uri through in.
-func (in *instance) subscribers(uri string) int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return len(in.subs[uri])
 }
 
 // snapshot returns the lists, waiting for the upstream when nothing is

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 
@@ -60,16 +61,7 @@ func (m *Manager) owner(s Session, name string) (*instance, bool, error) {
 func (m *Manager) Tools(ctx context.Context, s Session) []*mcp.Tool {
 	var out []*mcp.Tool
 	seen := map[string]string{}
-	for _, srv := range m.Servers() {
-		in, err := m.instance(srv, s)
-		if err != nil {
-			continue
-		}
-		l, err := in.snapshot(ctx)
-		if err != nil {
-			m.log.Warn("upstream tools left out", "upstream", srv.Name, "error", err)
-			continue
-		}
+	m.eachLists(ctx, s, "tools", func(srv mcpconfig.Server, l lists) {
 		for _, t := range l.Tools {
 			n := exposedName(srv.ToolPrefix(), t.Name)
 			if m.cfg.Reserved(n) || seen[n] != "" {
@@ -81,8 +73,25 @@ func (m *Manager) Tools(ctx context.Context, s Session) []*mcp.Tool {
 			c.Name = n
 			out = append(out, &c)
 		}
-	}
+	})
 	return out
+}
+
+// eachLists calls fn with the lists of every upstream s shares, in
+// config order. One that cannot answer is logged and left out.
+func (m *Manager) eachLists(ctx context.Context, s Session, what string, fn func(mcpconfig.Server, lists)) {
+	for _, srv := range m.Servers() {
+		in, err := m.instance(srv, s)
+		if err != nil {
+			continue
+		}
+		l, err := in.snapshot(ctx)
+		if err != nil {
+			m.log.Warn("upstream "+what+" left out", "upstream", srv.Name, "error", err)
+			continue
+		}
+		fn(srv, l)
+	}
 }
 
 // CallTool calls an upstream tool for s; handled is false when name
@@ -113,7 +122,10 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	tok, end := in.withProgress(s, p.GetProgressToken())
 	defer end()
 	if tok != nil {
-		params.Meta = cloneMeta(p.Meta)
+		params.Meta = maps.Clone(p.Meta)
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
 		params.SetProgressToken(tok)
 	}
 	err = in.call(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
@@ -123,27 +135,11 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	return res, true, err
 }
 
-func cloneMeta(m mcp.Meta) mcp.Meta {
-	out := mcp.Meta{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // Prompts returns the upstream prompts s sees, renamed like tools.
 func (m *Manager) Prompts(ctx context.Context, s Session) []*mcp.Prompt {
 	var out []*mcp.Prompt
 	seen := map[string]bool{}
-	for _, srv := range m.Servers() {
-		in, err := m.instance(srv, s)
-		if err != nil {
-			continue
-		}
-		l, err := in.snapshot(ctx)
-		if err != nil {
-			continue
-		}
+	m.eachLists(ctx, s, "prompts", func(srv mcpconfig.Server, l lists) {
 		for _, p := range l.Prompts {
 			n := exposedName(srv.ToolPrefix(), p.Name)
 			if m.cfg.Reserved(n) || seen[n] {
@@ -154,7 +150,7 @@ func (m *Manager) Prompts(ctx context.Context, s Session) []*mcp.Prompt {
 			c.Name = n
 			out = append(out, &c)
 		}
-	}
+	})
 	return out
 }
 
@@ -195,15 +191,9 @@ func (m *Manager) GetPrompt(ctx context.Context, s Session, p *mcp.GetPromptPara
 // Templates returns the upstream resource templates s sees, unchanged.
 func (m *Manager) Templates(ctx context.Context, s Session) []*mcp.ResourceTemplate {
 	var out []*mcp.ResourceTemplate
-	for _, srv := range m.Servers() {
-		in, err := m.instance(srv, s)
-		if err != nil {
-			continue
-		}
-		if l, err := in.snapshot(ctx); err == nil {
-			out = append(out, l.Templates...)
-		}
-	}
+	m.eachLists(ctx, s, "templates", func(_ mcpconfig.Server, l lists) {
+		out = append(out, l.Templates...)
+	})
 	return out
 }
 
@@ -400,16 +390,6 @@ func (m *Manager) Unsubscribe(ctx context.Context, s Session, uri string) (handl
 	return true, in.unsubscribe(ctx, s, uri)
 }
 
-// Subscribers is how many of the sessions sharing s's upstream of uri
-// are subscribed to it (for status and tests).
-func (m *Manager) Subscribers(ctx context.Context, s Session, uri string) int {
-	in, err := m.route(ctx, s, uri)
-	if in == nil || err != nil {
-		return 0
-	}
-	return in.subscribers(uri)
-}
-
 // Complete forwards completion/complete for an upstream prompt or
 // template; handled is false for anything else.
 func (m *Manager) Complete(ctx context.Context, s Session, p *mcp.CompleteParams) (res *mcp.CompleteResult, handled bool, err error) {
@@ -454,15 +434,4 @@ func (m *Manager) Complete(ctx context.Context, s Session, p *mcp.CompleteParams
 		return err
 	})
 	return res, true, err
-}
-
-// Owns reports whether name is an upstream tool or prompt name (by its
-// prefix), without starting anything.
-func (m *Manager) Owns(name string) bool {
-	for _, srv := range m.Servers() {
-		if strings.HasPrefix(name, srv.ToolPrefix()+"_") {
-			return true
-		}
-	}
-	return false
 }

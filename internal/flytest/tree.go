@@ -1,0 +1,57 @@
+package flytest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/wire"
+)
+
+// WriteTree creates files (slash path → content) under root.
+func WriteTree(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Status is GET /v1/status of e's flyd, over its socket.
+func Status(e *Env) (*wire.Status, error) {
+	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status: %s", resp.Status)
+	}
+	var st wire.Status
+	return &st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// Eventually waits until cond holds; the minute is a hang detector, not
+// a speed check. It polls: what tests wait on here (a process's pid
+// file, a process gone, a state flyd reports) sends no event to wait on,
+// so the 20 ms sleep is the interval of looking at the condition, not
+// the condition.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
