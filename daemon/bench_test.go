@@ -1,13 +1,17 @@
 package daemon
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +54,45 @@ func stdioBaseline(b testing.TB, root string) *mcp.ClientSession {
 	return connectClient(b, "baseline", &mcp.CommandTransport{Command: cmd}, nil)
 }
 
+// runBareRelay is the floor BenchmarkShimHop measures the shim against:
+// a process that relays stdin lines to flyd's WebSocket and frames back to
+// stdout, and does nothing else (no checks, no tracking, no reconnect).
+// Its cost over a direct connection is the extra process itself.
+func runBareRelay() int {
+	var d net.Dialer
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", os.Getenv("FLY_SOCKET"))
+	}}}
+	c, _, err := websocket.Dial(context.Background(), "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
+		HTTPClient: hc, Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader: http.Header{wire.HeaderWorkspace: {url.QueryEscape(os.Getenv("FLY_TEST_ROOT"))}, wire.HeaderVersion: {wire.VersionHeader()}},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c.SetReadLimit(-1)
+	go func() { // ends with the process
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				os.Exit(0)
+			}
+			os.Stdout.Write(append(b, '\n'))
+		}
+	}()
+	br := bufio.NewReaderSize(os.Stdin, 64<<10)
+	for {
+		l, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0
+		}
+		if err := c.Write(context.Background(), websocket.MessageText, bytes.TrimSpace(l)); err != nil {
+			return 1
+		}
+	}
+}
+
 // directWS connects a client straight to flyd's WebSocket endpoint, as a
 // browser or remote tool would: no shim process in between.
 type directWS struct {
@@ -73,11 +116,13 @@ func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
 
 // BenchmarkShimHop: one small resources/read through flyctl mcp and flyd,
 // and straight over flyd's WebSocket, against the same read from a spawned
-// stdio server, interleaved so all see the same machine load. Reports
-// ratio = shim/baseline (goal ≤ 1.2) and ratio-direct = WebSocket/baseline,
+// stdio server, interleaved so all see the same machine load. Reports the
+// p50 and p99 of each and their ratios: ratio-p50 and ratio-p99 =
+// shim/baseline (goal: p50 ≤ 1.2), ratio-direct-p50 = WebSocket/baseline,
 // which separates flyd's own cost from the shim process's, and
-// ratio-http-vs-shim: the same read over MCP Streamable HTTP on the
-// loopback listener against the shim.
+// ratio-http-vs-shim-p50: the same read over MCP Streamable HTTP on the
+// loopback listener against the shim. ratio-bare-relay-p50 is the floor
+// of any relay process: runBareRelay in place of the shim.
 func BenchmarkShimHop(b *testing.B) {
 	root := b.TempDir()
 	writeTree(b, root, map[string]string{"lib/main.dart": "void main() => runApp(const MyApp());\n"})
@@ -86,6 +131,13 @@ func BenchmarkShimHop(b *testing.B) {
 	shim := viaShim(e)(b, "bench", root, nil)
 	direct := connectClient(b, "direct", directWS{e, root}, nil)
 	base := stdioBaseline(b, root)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	relay := exec.Command(self)
+	relay.Env = append(slices.Clone(e.Vars), "FLY_TEST_HELPER=bare-relay", "FLY_TEST_ROOT="+root)
+	bare := connectClient(b, "bare", &mcp.CommandTransport{Command: relay}, nil)
 	st, err := getStatus(e)
 	if err != nil {
 		b.Fatal(err)
@@ -104,29 +156,40 @@ func BenchmarkShimHop(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	for range 50 { // warm all four
+	for range 50 { // warm all five
 		read(shim)
 		read(direct)
 		read(base)
 		read(httpc)
+		read(bare)
 	}
-	var tShim, tDirect, tBase, tHTTP time.Duration
-	b.ResetTimer()
+	var tShim, tDirect, tBase, tHTTP, tBare []time.Duration
 	for b.Loop() {
-		tShim += read(shim)
-		tDirect += read(direct)
-		tBase += read(base)
-		tHTTP += read(httpc)
+		tShim = append(tShim, read(shim))
+		tDirect = append(tDirect, read(direct))
+		tBase = append(tBase, read(base))
+		tHTTP = append(tHTTP, read(httpc))
+		tBare = append(tBare, read(bare))
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(tShim.Microseconds())/n, "µs/shim-read")
-	b.ReportMetric(float64(tDirect.Microseconds())/n, "µs/ws-read")
-	b.ReportMetric(float64(tBase.Microseconds())/n, "µs/stdio-read")
-	b.ReportMetric(float64(tShim)/float64(tBase), "ratio")
-	b.ReportMetric(float64(tDirect)/float64(tBase), "ratio-direct")
-	b.ReportMetric(float64(tHTTP.Microseconds())/n, "µs/http-read")
-	b.ReportMetric(float64(tHTTP)/float64(tShim), "ratio-http-vs-shim")
+	reportLatency(b, "shim", tShim)
+	reportLatency(b, "ws", tDirect)
+	reportLatency(b, "stdio", tBase)
+	reportLatency(b, "http", tHTTP)
+	reportLatency(b, "bare", tBare)
+	b.ReportMetric(ratio(p50(tShim), p50(tBase)), "ratio-p50")
+	b.ReportMetric(ratio(p99(tShim), p99(tBase)), "ratio-p99")
+	b.ReportMetric(ratio(p50(tDirect), p50(tBase)), "ratio-direct-p50")
+	b.ReportMetric(ratio(p50(tBare), p50(tBase)), "ratio-bare-relay-p50")
+	b.ReportMetric(ratio(p50(tHTTP), p50(tShim)), "ratio-http-vs-shim-p50")
 }
+
+// reportLatency reports the p50 and p99 of ds in µs under name.
+func reportLatency(b *testing.B, name string, ds []time.Duration) {
+	b.ReportMetric(float64(p50(ds).Nanoseconds())/1e3, "µs-p50-"+name)
+	b.ReportMetric(float64(p99(ds).Nanoseconds())/1e3, "µs-p99-"+name)
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 var bigTree struct {
 	once  sync.Once

@@ -38,6 +38,8 @@ func runHelper(mode string) int {
 		return 0
 	case "stdio-server":
 		return runStdioServer()
+	case "bare-relay":
+		return runBareRelay()
 	case "flutter":
 		return fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	case "upstream":

@@ -215,10 +215,14 @@ func BenchmarkUpstreamCall(b *testing.B) {
 	}
 }
 
-func p50(ds []time.Duration) time.Duration {
+// p50 and p99 are the median and 99th percentile of ds.
+func p50(ds []time.Duration) time.Duration { return quantile(ds, 50) }
+func p99(ds []time.Duration) time.Duration { return quantile(ds, 99) }
+
+func quantile(ds []time.Duration, pct int) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[len(s)*pct/100]
 }
 
 // BenchmarkUpstreamWarmList: tools/list of the tenth session on a

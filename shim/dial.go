@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,7 +41,8 @@ const (
 // conn is one WebSocket session with flyd.
 type conn struct {
 	ws         *websocket.Conn
-	maxMessage int64 // the largest message flyd accepts; 0 if it did not say
+	maxMessage int64        // the largest message flyd accepts; 0 if it did not say
+	writing    atomic.Int64 // when the write in progress began (Unix ns); 0 when none
 }
 
 // unixClient returns an HTTP client whose every connection goes to the

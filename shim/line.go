@@ -272,24 +272,28 @@ func tooBigReply(msgs []envelope, batch bool, size, max int64) []byte {
 	return errorReply(ids[0], codeInvalidRequest, msg)
 }
 
-// outLine turns a message received from flyd into the line written to
-// stdout (without its "\n"). A message holding a raw newline is compacted
-// into scratch, which is returned for reuse. It fails when msg is not
-// valid JSON: that is never written, since stdout carries only protocol.
-func outLine(msg []byte, scratch *bytes.Buffer) ([]byte, error) {
-	if bytes.IndexByte(msg, '\n') < 0 {
-		if !json.Valid(msg) {
-			_, _, err := classify(msg)
-			if err == nil { // unreachable: classify fails on invalid JSON
-				err = errors.New("invalid JSON")
-			}
-			return nil, err
+// inbound reads a message received from flyd, in msg: it returns the
+// buffer holding the line to write to stdout (without its "\n"), and the
+// envelopes of its messages. A message holding a raw newline is compacted
+// into scratch. Otherwise the line is msg as it came, and only its
+// envelope is read, by scan; a batch or anything scan does not handle is
+// decoded whole by classify. It fails when the message is found not to be
+// JSON, which is never written: stdout carries only protocol.
+func inbound(msg, scratch *bytes.Buffer) (line *bytes.Buffer, msgs []envelope, batch bool, err error) {
+	line = msg
+	if bytes.IndexByte(msg.Bytes(), '\n') >= 0 {
+		scratch.Reset()
+		if err := json.Compact(scratch, msg.Bytes()); err != nil {
+			return nil, nil, false, errors.New(syntaxReason(err))
 		}
-		return msg, nil
+		line = scratch
 	}
-	scratch.Reset()
-	if err := json.Compact(scratch, msg); err != nil {
-		return nil, errors.New(syntaxReason(err))
+	if e, ok := scan(line.Bytes()); ok {
+		return line, []envelope{e}, false, nil
 	}
-	return scratch.Bytes(), nil
+	msgs, batch, err = classify(line.Bytes())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return line, msgs, batch, nil
 }

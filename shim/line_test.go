@@ -135,22 +135,140 @@ func TestErrorBuilders(t *testing.T) {
 	}
 }
 
-func TestOutLine(t *testing.T) {
-	var scratch bytes.Buffer
+func TestInbound(t *testing.T) {
+	var buf, scratch bytes.Buffer
 	tests := []struct{ in, want string }{
 		{`{"id":1,"result":{}}`, `{"id":1,"result":{}}`},
 		{"{\n  \"id\": 1,\n  \"result\": {\"a\": [1, 2]}\n}", `{"id":1,"result":{"a":[1,2]}}`},
 		{"{\"id\":1,\r\n\"result\":\"a b\"}", `{"id":1,"result":"a b"}`},
+		{`[{"id":1,"result":{}},{"id":2,"result":{}}]`, `[{"id":1,"result":{}},{"id":2,"result":{}}]`},
 	}
 	for _, tt := range tests {
-		got, err := outLine([]byte(tt.in), &scratch)
-		if err != nil || string(got) != tt.want {
-			t.Errorf("outLine(%q) = %s, %v, want %s", tt.in, got, err, tt.want)
+		buf.Reset()
+		buf.WriteString(tt.in)
+		got, msgs, _, err := inbound(&buf, &scratch)
+		if err != nil || got.String() != tt.want || len(msgs) == 0 || msgs[0].kind() != kindResponse {
+			t.Errorf("inbound(%q) = %v, %v, want %s", tt.in, got, err, tt.want)
 		}
 	}
-	for _, in := range []string{"not json", "{\n"} {
-		if got, err := outLine([]byte(in), &scratch); err == nil {
-			t.Errorf("outLine(%q) = %s, want an error", in, got)
+	for _, in := range []string{"not json", "{\n", "[1,"} {
+		buf.Reset()
+		buf.WriteString(in)
+		if got, _, _, err := inbound(&buf, &scratch); err == nil {
+			t.Errorf("inbound(%q) = %s, want an error", in, got)
+		}
+	}
+}
+
+func TestScan(t *testing.T) {
+	tests := []struct {
+		in, id string
+		k      kind
+		ok     bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"contents":[{"text":"}\"{"}]}}`, "7", kindResponse, true},
+		{`{"jsonrpc":"2.0","id":"a\"b","error":{"code":1}}`, `"a\"b"`, kindResponse, true},
+		{`{"jsonrpc":"2.0","id":3,"method":"roots/list","params":{}}`, "3", kindRequest, true},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"a":[1,{"b":"\\"}]}}`, "", kindNotification, true},
+		{` { "result" : [1, 2], "id" : 9 } `, "9", kindResponse, true},
+		{`{"params":{},"method":"x","id":null}`, "null", kindNotification, true},
+		{`{}`, "", kindOther, true},
+		{`{"ID":1,"result":1}`, "", kindOther, false},
+		{`{"i\u0064":1,"result":1}`, "", kindOther, false},
+		{`[{"id":1,"result":1}]`, "", kindOther, false},
+		{`{"id":1,"result"`, "", kindOther, false},
+		{`{"method":"x","params":{"a":1}`, "", kindOther, false},
+		{`"str"`, "", kindOther, false},
+	}
+	for _, tt := range tests {
+		e, ok := scan([]byte(tt.in))
+		if ok != tt.ok || ok && (string(e.ID) != tt.id || e.kind() != tt.k) {
+			t.Errorf("scan(%s) = id %s, %v, %v; want id %s, %v, %v", tt.in, e.ID, e.kind(), ok, tt.id, tt.k, tt.ok)
+		}
+	}
+}
+
+// FuzzScan checks that scan agrees with classify on every valid JSON
+// object it can be asked about: unique top-level keys, spelled plainly,
+// and not both a request and a response.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"a":"b"}}`,
+		`{"jsonrpc":"2.0","method":"m","params":{"x":[1,"]}"]}}`,
+		`{"result":1,"id":"x"}`, `{"id":1,"method":"a"}`, `{"id":[1],"error":{}}`,
+		`{"a":"\\","id":2,"result":null}`, `{"a":-1.5e3,"id":true,"result":false}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, ok := scan(data)
+		if !json.Valid(data) || firstByte(data) != '{' {
+			return
+		}
+		keys, plain := topKeys(data)
+		seen := map[string]bool{}
+		for _, k := range keys {
+			if seen[strings.ToLower(k)] {
+				return // a duplicate: encoding/json takes the last
+			}
+			seen[strings.ToLower(k)] = true
+		}
+		if seen["method"] && (seen["result"] || seen["error"]) {
+			return
+		}
+		if !ok {
+			if plain {
+				t.Fatalf("scan(%q) failed on a valid object with plain keys", data)
+			}
+			return
+		}
+		msgs, _, err := classify(data)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("classify(%q) = %v, %v", data, msgs, err)
+		}
+		if e.kind() != msgs[0].kind() || len(e.ID) > 0 && idKey(e.ID) != idKey(msgs[0].ID) {
+			t.Fatalf("scan(%q) = %v id %s; classify: %v id %s", data, e.kind(), e.ID, msgs[0].kind(), msgs[0].ID)
+		}
+	})
+}
+
+// topKeys returns the top-level keys of a valid JSON object, decoded, and
+// whether each was spelled as scan reads it: without escapes, and not a
+// case variant of a member scan reads.
+func topKeys(obj []byte) (keys []string, plain bool) {
+	d := json.NewDecoder(bytes.NewReader(obj))
+	d.UseNumber()
+	plain = true
+	depth := 0
+	wantKey := false
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return keys, plain
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				depth++
+				wantKey = depth == 1 // the object itself
+			case '}', ']':
+				depth--
+				wantKey = depth == 1 // after a member's value
+			}
+			continue
+		case string:
+			if depth == 1 && wantKey {
+				keys = append(keys, v)
+				if caseVariant([]byte(v)) || !bytes.Contains(obj, []byte(`"`+v+`"`)) || strings.ContainsAny(v, "\\\"") {
+					plain = false
+				}
+				wantKey = false
+				continue
+			}
+		}
+		if depth == 1 {
+			wantKey = true
 		}
 	}
 }
@@ -272,18 +390,22 @@ func FuzzLine(f *testing.F) {
 		}
 
 		// A message from flyd: written as one line of the same JSON.
-		var scratch bytes.Buffer
-		out, err := outLine(data, &scratch)
-		if json.Valid(data) != (err == nil) {
-			t.Fatalf("outLine(%q) error = %v, want error %v", data, err, !json.Valid(data))
+		var in, scratch bytes.Buffer
+		in.Write(data)
+		out, _, _, err := inbound(&in, &scratch)
+		if err == nil && bytes.IndexByte(out.Bytes(), '\n') >= 0 {
+			t.Fatalf("inbound(%q) = %q: not one line", data, out)
 		}
-		if err == nil {
+		if err == nil && json.Valid(data) {
 			var c1, c2 bytes.Buffer
 			json.Compact(&c1, data)
-			json.Compact(&c2, out)
-			if bytes.IndexByte(out, '\n') >= 0 || c1.String() != c2.String() {
-				t.Fatalf("outLine(%q) = %q", data, out)
+			json.Compact(&c2, out.Bytes())
+			if c1.String() != c2.String() {
+				t.Fatalf("inbound(%q) = %q", data, out)
 			}
+		}
+		if err != nil && json.Valid(data) {
+			t.Fatalf("inbound(%q) error = %v on valid JSON", data, err)
 		}
 
 		// Any text fits in an error message.

@@ -265,6 +265,10 @@ func (p *peer) serve(c *websocket.Conn, session int) {
 				c.Close(websocket.StatusGoingAway, "shutting down")
 				return
 			case "hang":
+			case "stall": // stop reading: the relay's writes back up
+				<-ctx.Done()
+				c.CloseNow()
+				return
 			case "slow":
 				time.Sleep(300 * time.Millisecond)
 				replies = append(replies, reply(m.ID, `{}`))

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -149,6 +150,7 @@ type Relay struct {
 	drainTimeout time.Duration
 	restartAfter time.Duration
 	refuseLinger time.Duration
+	writeTimeout time.Duration
 
 	// client dials the socket. Its transport is closed by Run.
 	client *http.Client
@@ -173,6 +175,7 @@ func New(cfg Config) *Relay {
 		drainTimeout: drainTimeout,
 		restartAfter: restartAfter,
 		refuseLinger: refuseLinger,
+		writeTimeout: writeTimeout,
 		client:       unixClient(cfg.Socket),
 	}
 }
@@ -278,6 +281,7 @@ func (r *Relay) session(ctx context.Context, c *conn, in *input, st *state) erro
 	defer cancelRead()
 	s := &relaySession{r: r, ctx: ctx, c: c, in: in, st: st, readDone: make(chan error, 1), cancelRead: cancelRead}
 	defer s.stopTimer()
+	defer c.watch(r.writeTimeout)()
 	// Owner: every return path of the steps below waits for readDone.
 	go func() { s.readDone <- r.fromDaemon(readCtx, c.ws, st) }()
 
@@ -549,14 +553,37 @@ func (r *Relay) toDaemon(ctx context.Context, c *conn, st *state, line []byte) e
 // writeTimeout bounds one frame written to flyd.
 const writeTimeout = 30 * time.Second
 
-// write sends one frame to flyd. It has its own deadline rather than the
-// session's context: coder/websocket drops the connection, without a
-// close frame, when the context of a write ends, even one already done,
-// and the session context ends with the client.
+// write sends one frame to flyd. Only the session's goroutine writes. The
+// write's context never ends: coder/websocket drops the connection,
+// without a close frame, when the context of a write ends, even one
+// already done, and a context with a deadline would cost a timer per
+// message. The connection's watchdog bounds the write instead.
 func (c *conn) write(msg []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, msg)
+	c.writing.Store(time.Now().UnixNano())
+	err := c.ws.Write(context.Background(), websocket.MessageText, msg)
+	c.writing.Store(0)
+	return err
+}
+
+// watch starts the connection's watchdog: every limit/2 it looks at the
+// write in progress, if any, and drops the connection once that write
+// has taken over limit. The caller must call stop.
+func (c *conn) watch(limit time.Duration) (stop func()) {
+	var stopped atomic.Bool
+	var t *time.Timer
+	t = time.AfterFunc(limit/2, func() {
+		if s := c.writing.Load(); s != 0 && time.Since(time.Unix(0, s)) > limit {
+			c.ws.CloseNow() // the write fails, and the session is lost
+			return
+		}
+		if !stopped.Load() {
+			t.Reset(limit / 2)
+		}
+	})
+	return func() {
+		stopped.Store(true)
+		t.Stop()
+	}
 }
 
 // fromDaemon writes each message flyd sends to Stdout until the
@@ -574,14 +601,12 @@ func (r *Relay) fromDaemon(ctx context.Context, ws *websocket.Conn, st *state) e
 		if _, err := buf.ReadFrom(rd); err != nil {
 			return err
 		}
-		line, err := outLine(buf.Bytes(), &scratch)
+		line, msgs, batch, err := inbound(&buf, &scratch)
 		if err != nil {
 			r.log.Error("dropped a message from flyd that is not JSON", keyBytes, buf.Len(), keyErr, err)
 			continue
 		}
-		// outLine has checked line is JSON, so classify succeeds.
-		msgs, batch, _ := classify(line)
-		swallow := st.tr.received(line, msgs, batch)
+		swallow := st.tr.received(line.Bytes(), msgs, batch)
 		// Clear before writing: once the client has the reply it may
 		// reuse the id, and its next request must stay in flight.
 		for _, m := range msgs {
@@ -590,7 +615,8 @@ func (r *Relay) fromDaemon(ctx context.Context, ws *websocket.Conn, st *state) e
 			}
 		}
 		if !swallow {
-			if err := r.out.writeLine(line); err != nil {
+			line.WriteByte('\n') // one write for the line and its end
+			if err := r.out.writeTerminated(line.Bytes()); err != nil {
 				return err
 			}
 		}
@@ -628,6 +654,19 @@ func (lw *lineWriter) writeLine(b []byte) error {
 		_, err = lw.w.Write([]byte{'\n'})
 	}
 	if err != nil {
+		lw.err = &errStdout{err}
+	}
+	return lw.err
+}
+
+// writeTerminated writes b, which ends with its newline, in one call.
+func (lw *lineWriter) writeTerminated(b []byte) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil {
+		return lw.err
+	}
+	if _, err := lw.w.Write(b); err != nil {
 		lw.err = &errStdout{err}
 	}
 	return lw.err

@@ -602,6 +602,28 @@ func TestRelayDrainTimeout(t *testing.T) {
 	checkGoroutines(t)
 }
 
+// TestRelayWriteTimeout: when flyd stops reading, a write that cannot
+// finish ends the connection after the write timeout, and the requests in
+// flight get an error, rather than the relay hanging on the write.
+func TestRelayWriteTimeout(t *testing.T) {
+	sock := startPeer(t, newPeer())
+	h := newHarness(t, Config{Socket: sock, ReconnectTimeout: -1})
+	h.relay.writeTimeout = 200 * time.Millisecond
+	h.start()
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"stall"}`)
+	// Far more than the socket's buffers hold.
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"big","params":{"pad":"` + strings.Repeat("x", 16<<20) + `"}}`)
+	for range 2 {
+		if r := h.readReply(); r.Error == nil || !strings.Contains(r.Error.Message, "flyd connection lost") {
+			t.Errorf("reply = %.200s, want a 'flyd connection lost' error", r.raw)
+		}
+	}
+	if err := h.wait(); err == nil || !strings.Contains(err.Error(), "flyd connection lost") {
+		t.Errorf("Run = %v, want a 'flyd connection lost' error", err)
+	}
+	checkGoroutines(t)
+}
+
 // TestRelayStdoutGone checks that a client that stops reading its stdout
 // ends the relay once its input ends, with the write error.
 func TestRelayStdoutGone(t *testing.T) {

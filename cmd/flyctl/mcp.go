@@ -114,6 +114,15 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The relay waits on two descriptors and does little between: one P
+	// runs it like an event loop, without waking a second thread on
+	// every message (BenchmarkShimHop: p50 ratio 1.34 against 1.41–1.48).
+	runtime.GOMAXPROCS(1)
+	if f, ok := stdin.(*os.File); ok {
+		var restore func()
+		stdin, restore = shim.Pollable(f)
+		defer restore()
+	}
 	relay := shim.New(shim.Config{
 		Socket:           p.Socket,
 		StateDir:         p.StateDir,
