@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -286,6 +287,60 @@ func TestReadRanges(t *testing.T) {
 	if text != "0123456789" || meta["total"] != float64(2_000_000) {
 		t.Errorf("tail of big file = %q %v", text, meta)
 	}
+}
+
+// TestBigReadsExact: whole reads of large files (which flyd encodes
+// outside the SDK, see wsConn.stash) come back exactly, escapes, invalid
+// UTF-8 and all, also when many run at once on one session and when a file
+// holds the text of a placeholder.
+func TestBigReadsExact(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var sb strings.Builder
+	for i := 0; sb.Len() < 300<<10; i++ {
+		fmt.Fprintf(&sb, "line %d: \"quoted\" \\ back </script> & <b> \u2028 tab\t é 🦋 \x00 nul\n", i)
+	}
+	files := map[string]string{
+		"lib/a.dart":     sb.String(),
+		"lib/b.dart":     strings.Repeat("b", 1<<20),
+		"lib/bad.dart":   strings.Repeat("ok \xff\xfe ", 10_000),
+		"lib/fake.dart":  strings.Repeat("\x00fly-splice:0123456789abcdef:1 ", 2_000),
+		"lib/small.dart": "tiny\n",
+	}
+	writeTree(t, root, files)
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e)
+	cs := viaShim(e)(t, "reader", root, nil)
+	var wg sync.WaitGroup
+	for range 4 {
+		for name, want := range files {
+			wg.Go(func() {
+				text, meta := readText(t, cs, "workspace:///"+name)
+				want = strings.ToValidUTF8(want, "\uFFFD")
+				if text != want {
+					t.Errorf("read of %s: %d bytes, want %d (first difference at %d)", name, len(text), len(want), firstDiff(text, want))
+				}
+				if meta["total"] != float64(len(files[name])) {
+					t.Errorf("read of %s: total %v, want %d", name, meta["total"], len(files[name]))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	text, _ := readText(t, cs, "workspace:///lib/a.dart?start=100&length=40000")
+	if text != files["lib/a.dart"][100:40100] {
+		t.Errorf("ranged read of 40000 bytes differs at %d", firstDiff(text, files["lib/a.dart"][100:40100]))
+	}
+}
+
+// firstDiff is the index of the first byte where a and b differ.
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 // TestSingleInstance: a second flyd on the same state dir exits at once,

@@ -348,8 +348,12 @@ func (s *Server) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 		return nil, err
 	}
 	sess.filesRead.Add(1)
+	text := c.text
+	if sp, ok := sess.conn.(splicer); ok {
+		text = sp.stash(text)
+	}
 	return &mcp.ReadResourceResult{
-		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType(rel), Text: c.text}},
+		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType(rel), Text: text}},
 		Meta:     mcp.Meta{"total": c.total, "start": c.start, "length": c.length},
 	}, nil
 }

@@ -41,6 +41,13 @@ type session struct {
 	subs map[string]bool // subscribed resource URIs, without query
 }
 
+// splicer is a connection that can write a large text of a result without
+// the SDK encoding it (see wsConn.stash): a handler puts the placeholder
+// stash returns in its result instead of the text.
+type splicer interface {
+	stash(text string) (placeholder string)
+}
+
 // notifier sends a server notification to exactly one client, without
 // waiting on a slow one. The go-sdk can only notify every subscriber of a
 // URI, and workspace URIs are relative, so the same URI names different

@@ -279,6 +279,12 @@ func newRawShim(b *testing.B, e *flytest.Env, ws string) *rawShim {
 	_, flyctl := flytest.Binaries(b)
 	cmd := exec.Command(flyctl, "mcp", "--workspace", ws)
 	cmd.Env = e.Vars
+	return newRawClient(b, cmd)
+}
+
+// newRawClient starts cmd, a stdio MCP server (or the shim), and
+// initializes a session with it in raw JSON-RPC lines.
+func newRawClient(b *testing.B, cmd *exec.Cmd) *rawShim {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

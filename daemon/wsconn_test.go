@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// FuzzEncodeMessage checks that the spliced encoding of a response is the
+// SDK's own, byte for byte, for any id and any result the SDK could have
+// encoded.
+func FuzzEncodeMessage(f *testing.F) {
+	f.Add(int64(1), "", true, `{"contents":[{"uri":"workspace:///a","text":"x\n\"y\""}]}`)
+	f.Add(int64(-7), "<a&b>\u2028", false, `{}`)
+	f.Add(int64(0), "", false, `[1,"é",null]`)
+	f.Fuzz(func(t *testing.T, n int64, s string, numeric bool, result string) {
+		var v any = s
+		if numeric {
+			v = n
+		}
+		id, err := jsonrpc.MakeID(v)
+		if err != nil {
+			return
+		}
+		var decoded any
+		if json.Unmarshal([]byte(result), &decoded) != nil {
+			return
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as the SDK encodes a result
+		if enc.Encode(decoded) != nil {
+			return
+		}
+		raw := json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		for _, msg := range []jsonrpc.Message{
+			&jsonrpc.Response{ID: id, Result: raw},
+			&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: 1, Message: s}},
+			&jsonrpc.Request{ID: id, Method: "m", Params: raw},
+		} {
+			want, err1 := jsonrpc.EncodeMessage(msg)
+			got, err2 := encodeMessage(msg)
+			if (err1 == nil) != (err2 == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("encodeMessage(%#v) = %s, %v; the SDK: %s, %v", msg, got, err2, want, err1)
+			}
+		}
+	})
+}
