@@ -236,6 +236,14 @@ func FuzzParseMachineLine(f *testing.F) {
 				t.Fatalf("app.log carrying %q parsed as %+v, %v (%v)", line, p, ok3, err)
 			}
 		}
+		// The fast path for app.log lines agrees with the general one.
+		if p, ok := parseAppLog(line); ok {
+			m4, ok4 := parseMachineLine(line)
+			q, err := machineParams[machineAppLogParams](m4)
+			if !ok4 || m4.Event != machineAppLog || err != nil || p != q {
+				t.Fatalf("parseAppLog(%q) = %+v; general: %+v, %v, %v", line, p, q, ok4, err)
+			}
+		}
 		// Decoding params never panics, whatever the event.
 		machineParams[machineAppStartParams](m)
 		machineParams[machineProgressParams](m)
@@ -407,6 +415,8 @@ func TestParseAppLogFastPath(t *testing.T) {
 		`[{"event":"app.log","params":{"appId":"a","log":"flutter: hi"}}]`,
 		`[{"event":"app.log","params":{"appId":"a","log":"boom","error":true,"stackTrace":"#0 main"}}]` + "\r\n",
 		`[{"event":"app.log","params":{"log":"}}]"}}]`,
+		`[{"event":"app.log","params":{"appId":"a","log":"say \"hi\" \\ \u00e9 \ud83e\udd8b","error":false}}]`,
+		`[{"event":"app.log","params":{"appId":"a","log":"x","stackTrace":"#0 \n#1"}}]`,
 	} {
 		p, ok := parseAppLog([]byte(line))
 		m, mok := parseMachineLine([]byte(line))
@@ -420,6 +430,7 @@ func TestParseAppLogFastPath(t *testing.T) {
 		`[{"event":"app.started","params":{"appId":"a"}}]`,
 		`[{"event":"app.log","params":{"log":`,
 		`flutter: plain`,
+		`[{"event":"app.log","params":{"appId":"a"}}]`,
 	} {
 		if _, ok := parseAppLog([]byte(line)); ok {
 			t.Errorf("parseAppLog(%s) took a line that is not an app.log in the usual order", line)
