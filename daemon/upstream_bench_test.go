@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,9 +271,10 @@ func BenchmarkUpstreamWarmList(b *testing.B) {
 // holds flyd's answer and the hop, not a client library's work on it
 // (the go-sdk client compiles every tool's schema on tools/list).
 type rawShim struct {
-	in  *bufio.Writer
-	out *bufio.Reader
-	id  int
+	in    *bufio.Writer
+	out   *bufio.Reader
+	id    int
+	close func() // ends the process: closes its stdin and waits
 }
 
 func newRawShim(b *testing.B, e *flytest.Env, ws string) *rawShim {
@@ -296,11 +298,12 @@ func newRawClient(b *testing.B, cmd *exec.Cmd) *rawShim {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
+	end := sync.OnceFunc(func() {
 		stdin.Close()
 		_ = cmd.Wait()
 	})
-	r := &rawShim{in: bufio.NewWriter(stdin), out: bufio.NewReaderSize(stdout, 1<<20)}
+	b.Cleanup(end)
+	r := &rawShim{in: bufio.NewWriter(stdin), out: bufio.NewReaderSize(stdout, 1<<20), close: end}
 	r.roundTrip(b, `"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
 	r.send(b, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return r
