@@ -2,6 +2,7 @@ package mcpconfig
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -124,6 +125,24 @@ func FuzzParse(f *testing.F) {
 		}
 		if len(again.Servers) != len(cfg.Servers) {
 			t.Fatalf("%d servers became %d", len(cfg.Servers), len(again.Servers))
+		}
+	})
+}
+
+// FuzzValidName checks the hand-written name checks against the rules
+// written as regular expressions.
+func FuzzValidName(f *testing.F) {
+	for _, s := range []string{"", "dart", "a-b_c9", "_x", "9x", "x y", "é", strings.Repeat("a", 33)} {
+		f.Add(s)
+	}
+	nameRE := regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	envKeyRE := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if validName(s) != nameRE.MatchString(s) {
+			t.Fatalf("validName(%q) = %v", s, validName(s))
+		}
+		if validEnvKey(s) != envKeyRE.MatchString(s) {
+			t.Fatalf("validEnvKey(%q) = %v", s, validEnvKey(s))
 		}
 	})
 }
