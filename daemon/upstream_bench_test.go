@@ -92,21 +92,7 @@ func shimSession(b *testing.B, e *flytest.Env, ws string) (*mcp.ClientSession, i
 
 // pss is the proportional set size of pid in bytes: shared pages (the
 // same binary ten times) count once in total.
-func pss(b *testing.B, pid int) int64 {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
-	if err != nil {
-		b.Skipf("no smaps_rollup (%v): PSS is Linux-only", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func pss(b *testing.B, pid int) int64 { return smapsKB(b, pid, "Pss:") << 10 }
 
 func sumPSS(b *testing.B, pids []int) int64 {
 	var n int64
@@ -275,6 +261,7 @@ type rawShim struct {
 	out   *bufio.Reader
 	id    int
 	close func() // ends the process: closes its stdin and waits
+	pid   int
 }
 
 func newRawShim(b *testing.B, e *flytest.Env, ws string) *rawShim {
@@ -303,7 +290,7 @@ func newRawClient(b *testing.B, cmd *exec.Cmd) *rawShim {
 		_ = cmd.Wait()
 	})
 	b.Cleanup(end)
-	r := &rawShim{in: bufio.NewWriter(stdin), out: bufio.NewReaderSize(stdout, 1<<20), close: end}
+	r := &rawShim{in: bufio.NewWriter(stdin), out: bufio.NewReaderSize(stdout, 1<<20), close: end, pid: cmd.Process.Pid}
 	r.roundTrip(b, `"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
 	r.send(b, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return r
