@@ -125,6 +125,7 @@ func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
 // loopback listener against the shim. ratio-bare-relay-p50 is the floor
 // of any relay process: runBareRelay in place of the shim.
 func BenchmarkShimHop(b *testing.B) {
+	const hopSamples = 300 // per iteration: -benchtime 1x gives percentiles
 	root := b.TempDir()
 	writeTree(b, root, map[string]string{"lib/main.dart": "void main() => runApp(const MyApp());\n"})
 	e := flytest.NewEnv(b)
@@ -166,11 +167,13 @@ func BenchmarkShimHop(b *testing.B) {
 	}
 	var tShim, tDirect, tBase, tHTTP, tBare []time.Duration
 	for b.Loop() {
-		tShim = append(tShim, read(shim))
-		tDirect = append(tDirect, read(direct))
-		tBase = append(tBase, read(base))
-		tHTTP = append(tHTTP, read(httpc))
-		tBare = append(tBare, read(bare))
+		for range hopSamples {
+			tShim = append(tShim, read(shim))
+			tDirect = append(tDirect, read(direct))
+			tBase = append(tBase, read(base))
+			tHTTP = append(tHTTP, read(httpc))
+			tBare = append(tBare, read(bare))
+		}
 	}
 	reportLatency(b, "shim", tShim)
 	reportLatency(b, "ws", tDirect)
@@ -274,8 +277,10 @@ func BenchmarkFirstAnswer(b *testing.B) {
 	fsList := `"method":"tools/call","params":{"name":"list_directory","arguments":{"path":` + strconv.Quote(root) + `}}`
 	var tFly, tFS []time.Duration
 	for b.Loop() {
-		tFly = append(tFly, first(flyCmd(), `"method":"resources/list"`, `"workspace:///`))
-		tFS = append(tFS, first(fsCmd(), fsList, `[DIR] lib`))
+		for range 5 {
+			tFly = append(tFly, first(flyCmd(), `"method":"resources/list"`, `"workspace:///`))
+			tFS = append(tFS, first(fsCmd(), fsList, `[DIR] lib`))
+		}
 	}
 	b.ReportMetric(float64(p50(tFly).Microseconds())/1000, "ms-fly")
 	b.ReportMetric(float64(p50(tFS).Microseconds())/1000, "ms-server-filesystem")

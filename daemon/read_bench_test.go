@@ -88,9 +88,11 @@ func BenchmarkBigRead(b *testing.B) {
 			}
 			var tFly, tFS []time.Duration
 			for b.Loop() {
-				tFly = append(tFly, read())
-				if fs != nil {
-					tFS = append(tFS, readFS())
+				for range 30 {
+					tFly = append(tFly, read())
+					if fs != nil {
+						tFS = append(tFS, readFS())
+					}
 				}
 			}
 			reportLatency(b, "fly", tFly)
