@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -569,19 +568,27 @@ func (c *conn) write(msg []byte) error {
 // write in progress, if any, and drops the connection once that write
 // has taken over limit. The caller must call stop.
 func (c *conn) watch(limit time.Duration) (stop func()) {
-	var stopped atomic.Bool
+	var mu sync.Mutex // orders the timer's creation, its re-arming and stop
 	var t *time.Timer
-	t = time.AfterFunc(limit/2, func() {
+	stopped := false
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
 		if s := c.writing.Load(); s != 0 && time.Since(time.Unix(0, s)) > limit {
 			c.ws.CloseNow() // the write fails, and the session is lost
 			return
 		}
-		if !stopped.Load() {
+		if !stopped {
 			t.Reset(limit / 2)
 		}
-	})
+	}
+	mu.Lock()
+	t = time.AfterFunc(limit/2, check)
+	mu.Unlock()
 	return func() {
-		stopped.Store(true)
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
 		t.Stop()
 	}
 }

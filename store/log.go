@@ -95,6 +95,7 @@ func (db *DB) enqueue(o op) error {
 	}
 	select {
 	case db.queue <- o:
+		db.pokeIfBatch()
 		return nil
 	default:
 	}
@@ -115,11 +116,27 @@ func (db *DB) enqueue(o op) error {
 		db.writerMu.Unlock()
 		select {
 		case db.queue <- o:
+			db.pokeIfBatch()
 			return nil
 		case <-stopped:
 		case <-db.closing:
 			return ErrClosed
 		}
+	}
+}
+
+// pokeIfBatch tells the writer when the queue holds a whole batch.
+func (db *DB) pokeIfBatch() {
+	if len(db.queue) >= min(maxBatch, cap(db.queue)) {
+		db.poke()
+	}
+}
+
+// poke wakes the writer if it waits for a whole batch.
+func (db *DB) poke() {
+	select {
+	case db.batchReady <- struct{}{}:
+	default:
 	}
 }
 
@@ -145,6 +162,7 @@ func (db *DB) Flush(ctx context.Context) error {
 		done := make(chan error, 1)
 		select {
 		case db.queue <- op{done: done}:
+			db.poke()
 		case <-stopped:
 			continue
 		case <-ctx.Done():
@@ -193,31 +211,39 @@ func (db *DB) Run(ctx context.Context) error {
 	timer := time.NewTimer(batchWindow)
 	timer.Stop()
 	defer timer.Stop()
+	take := func() { // what is already queued, without another select
+		for !b.full() {
+			select {
+			case o := <-db.queue:
+				b.add(o)
+				continue
+			default:
+			}
+			break
+		}
+	}
 	for {
+		// With part of a batch in hand, the writer waits for the rest to
+		// be queued (a poke), or for the window, not for each entry: at
+		// 200k lines/s a wake-up per entry cost a fifth of ingest.
 		var window <-chan time.Time
+		queue := db.queue
 		if b.pending() {
-			window = timer.C
+			window, queue = timer.C, nil
 		}
 		select {
 		case <-ctx.Done():
 			return db.stop(&b, stopped)
 		case <-db.closing:
 			return db.stop(&b, stopped)
-		case o := <-db.queue:
-			if !b.pending() {
-				timer.Reset(batchWindow)
-			}
+		case o := <-queue:
+			timer.Reset(batchWindow)
 			b.add(o)
-			for !b.full() { // take what is already queued without another select
-				select {
-				case o := <-db.queue:
-					b.add(o)
-					continue
-				default:
-				}
-				break
-			}
+			take()
+		case <-db.batchReady:
+			take()
 		case <-window:
+			take()
 			db.commit(&b)
 		}
 		if b.full() {

@@ -133,7 +133,11 @@ type DB struct {
 	log  *slog.Logger
 
 	queue chan op
-	waits atomic.Int64 // Appends that found the queue full
+	// batchReady holds a token once the queue holds a whole batch or a
+	// Flush barrier: the writer, holding part of a batch, waits for it
+	// rather than waking for every entry.
+	batchReady chan struct{}
+	waits      atomic.Int64 // Appends that found the queue full
 
 	// mu orders Close against Append: once closed is set, no entry is
 	// sent on queue. closing is closed first, so that an Append waiting
@@ -210,14 +214,15 @@ func open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{
-		bolt:     b,
-		path:     path,
-		opts:     opts,
-		log:      opts.Logger,
-		queue:    make(chan op, opts.QueueSize),
-		closing:  make(chan struct{}),
-		drops:    make(map[string]uint64),
-		failures: failureLog{log: opts.Logger, what: "store commit"},
+		bolt:       b,
+		path:       path,
+		opts:       opts,
+		log:        opts.Logger,
+		queue:      make(chan op, opts.QueueSize),
+		batchReady: make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+		drops:      make(map[string]uint64),
+		failures:   failureLog{log: opts.Logger, what: "store commit"},
 	}
 	if n, err := db.Prune(time.Now()); err != nil {
 		b.Close()

@@ -71,7 +71,9 @@ const (
 
 	// EnvLinesPerSec overrides EnvTickMS with a rate in lines per second.
 	// 0 means as fast as possible (a flood, buffered and flushed every few
-	// hundred lines); combine it with EnvLines for a bounded burst.
+	// hundred lines); combine it with EnvLines for a bounded burst, which
+	// (without EnvStamp or EnvCrashAfter) is made first and written in one
+	// go, so that making lines costs nothing while they are read.
 	EnvLinesPerSec = "FAKE_FLUTTER_LINES_PER_SEC"
 
 	// EnvLines bounds the app.log lines to N in total; after them the app
