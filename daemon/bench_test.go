@@ -293,10 +293,11 @@ func BenchmarkFirstAnswer(b *testing.B) {
 		c := exec.Command(node, "firstanswer.mjs")
 		c.Dir = flytest.ConformanceDir(b)
 		c.Env = append(slices.Clone(e.Vars), "FLY_FA_COMMAND="+cmd.Path, "FLY_FA_ARGS="+string(args), "FLY_FA_LIST="+list, "FLY_FA_RUNS=5")
-		c.Stderr = os.Stderr
+		var stderr bytes.Buffer // the servers' banners; shown on failure
+		c.Stderr = &stderr
 		out, err := c.Output()
 		if err != nil {
-			b.Fatalf("firstanswer.mjs: %v", err)
+			b.Fatalf("firstanswer.mjs: %v\n%s", err, stderr.Bytes())
 		}
 		var ds []time.Duration
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {

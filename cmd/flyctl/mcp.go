@@ -115,8 +115,9 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The relay waits on two descriptors and does little between: one P
-	// runs it like an event loop, without waking a second thread on
-	// every message (BenchmarkShimHop: p50 ratio 1.34 against 1.41–1.48).
+	// runs it like an event loop, and the runtime has no idle P to wake a
+	// thread for on every message. (On the 2-core test machine the p50 of
+	// BenchmarkShimHop is the same with two.)
 	runtime.GOMAXPROCS(1)
 	if f, ok := stdin.(*os.File); ok {
 		var restore func()
