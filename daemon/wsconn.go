@@ -43,10 +43,11 @@ type wsConn struct {
 	mu         sync.Mutex
 	closeErr   error // why the connection was closed, for the read side
 
-	spliceMu  sync.Mutex
-	spliced   map[string][]byte // encoded placeholder → the encoded text it stands for
-	spliceTag string            // random, made at the first stash
-	nextTag   uint64
+	spliceMu    sync.Mutex
+	spliced     map[string][]byte // encoded placeholder → the encoded text it stands for
+	splicedSize int               // bytes held in spliced
+	spliceTag   string            // random, made at the first stash
+	nextTag     uint64
 }
 
 // newWSConn wraps c and starts its writer goroutine, which Close stops
@@ -154,8 +155,14 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 }
 
 // spliceMin is the smallest text worth taking out of a result: below it,
-// encoding the text twice costs less than the bookkeeping.
-const spliceMin = 16 << 10
+// encoding the text twice costs less than the bookkeeping. spliceMax
+// bounds what one connection holds for responses not written yet (a
+// response the SDK drops never takes its text back out): past it, texts
+// go through the SDK's encoding.
+const (
+	spliceMin = 16 << 10
+	spliceMax = 32 << 20
+)
 
 // stash implements splicer. The SDK encodes a result, then checks and
 // compacts that encoding (encoding/json does so with what any
@@ -174,6 +181,9 @@ func (w *wsConn) stash(text string) string {
 	}
 	w.spliceMu.Lock()
 	defer w.spliceMu.Unlock()
+	if w.splicedSize+buf.Len() > spliceMax {
+		return text
+	}
 	if w.spliceTag == "" {
 		w.spliceTag = newID()
 	}
@@ -184,6 +194,7 @@ func (w *wsConn) stash(text string) string {
 		w.spliced = make(map[string][]byte)
 	}
 	w.spliced[string(key)] = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	w.splicedSize += buf.Len()
 	return ph
 }
 
@@ -201,6 +212,7 @@ func (w *wsConn) splice(data []byte) []byte {
 		out = append(append(append(out, data[:i]...), text...), data[i+len(key):]...)
 		data = out
 		delete(w.spliced, key)
+		w.splicedSize -= len(text) + 1
 	}
 	return data
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,4 +48,33 @@ func FuzzEncodeMessage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStashBounded: texts stashed for responses that are never written
+// stop being stashed past spliceMax, and a stashed text comes back once.
+func TestStashBounded(t *testing.T) {
+	w := &wsConn{}
+	text := strings.Repeat("x", 1<<20)
+	var phs []string
+	for range spliceMax/(1<<20) + 8 {
+		phs = append(phs, w.stash(text))
+	}
+	if last := phs[len(phs)-1]; last != text {
+		t.Errorf("stash past %d bytes returned a placeholder", spliceMax)
+	}
+	if first := phs[0]; first == text || !strings.HasPrefix(first, "\x00fly-splice:") {
+		t.Fatalf("first stash = %.40q, want a placeholder", first)
+	}
+	if w.stash("small") != "small" {
+		t.Error("a small text was stashed")
+	}
+	data, _ := json.Marshal(map[string]string{"text": phs[0]})
+	out := w.splice(data)
+	var got map[string]string
+	if err := json.Unmarshal(out, &got); err != nil || got["text"] != text {
+		t.Fatalf("spliced response does not hold the text: %v", err)
+	}
+	if again := w.splice(data); !bytes.Equal(again, data) {
+		t.Error("a stashed text was spliced twice")
+	}
 }
