@@ -146,6 +146,8 @@ func (bb *bareBroadcast) produce(rate, lines int) {
 				ch <- l
 			}
 		}
+		// The sleep is the pace itself, as the fake flutter's timer is:
+		// the next line is due at that time, not on any event.
 		time.Sleep(time.Until(start.Add(time.Duration(n) * interval)))
 	}
 }

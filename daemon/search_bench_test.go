@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,13 +47,11 @@ func BenchmarkSearch(b *testing.B) {
 		flyMS := float64(fly.Microseconds()) / float64(b.N) / 1000
 		b.ReportMetric(flyMS, "ms/fly")
 		b.ReportMetric(float64(f.Total), "files")
-		bin := filepath.Join("..", "testdata", "conformance", "node_modules", ".bin")
-		if _, err := os.Stat(filepath.Join(bin, "mcp-server-filesystem")); err != nil {
+		cmd := serverFilesystem(b, root)
+		if cmd == nil {
 			b.Log("server-filesystem is not installed (run the conformance tests once, or npm ci in testdata/conformance): no baseline")
 			return
 		}
-		node := filepath.Join(bin, "node")
-		cmd := exec.Command(node, filepath.Join(bin, "mcp-server-filesystem"), root)
 		fs := connectClient(b, "baseline", &mcp.CommandTransport{Command: cmd}, nil)
 		start := time.Now()
 		res, err := fs.CallTool(ctx, &mcp.CallToolParams{Name: "search_files", Arguments: map[string]any{"path": root, "pattern": "**/*.dart"}})
