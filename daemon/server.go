@@ -55,6 +55,9 @@ type Config struct {
 	KeepRuns        int           // finished runs kept in the store (default 100)
 	MaxRunAge       time.Duration // finished runs older than this are deleted (default 7 days)
 	Upstreams       string        // the upstreams file; default Paths.Upstreams(), "-" for none
+	// HTTPSessionIdle is how long a Streamable HTTP session may have no
+	// request in flight before it is closed (default 30m).
+	HTTPSessionIdle time.Duration
 	// Listen is the loopback TCP address (token-guarded) for HTTP clients
 	// and the dashboard; "" for none (flyd's flag defaults to DefaultListen).
 	Listen string
@@ -81,6 +84,7 @@ func DefaultConfig() Config {
 		RingBytes:       100 << 10,
 		KeepRuns:        100,
 		MaxRunAge:       7 * 24 * time.Hour,
+		HTTPSessionIdle: 30 * time.Minute,
 	}
 }
 
@@ -111,6 +115,7 @@ func (c *Config) setDefaults() {
 	orDur(&c.BuildTimeout, d.BuildTimeout)
 	orDur(&c.RunStartTimeout, d.RunStartTimeout)
 	orDur(&c.StopGrace, d.StopGrace)
+	orDur(&c.HTTPSessionIdle, d.HTTPSessionIdle)
 	if c.Rules.Extensions == nil && c.Rules.Names == nil {
 		c.Rules = d.Rules
 	}
@@ -219,6 +224,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			ctx = context.WithValue(ctx, connKey{}, c)
 			if pc, ok := c.(*peerConn); ok {
 				return context.WithValue(ctx, peerKey{}, pc.peer)
 			}
@@ -226,6 +232,13 @@ func (s *Server) Run(ctx context.Context) error {
 		},
 	}
 	hs.RegisterOnShutdown(s.closeHTTPSessions)
+	reapCtx, stopReap := context.WithCancel(context.Background())
+	reaped := make(chan struct{})
+	go func() { // owned by Run: stopped and waited for below
+		defer close(reaped)
+		s.reapHTTPSessions(reapCtx)
+	}()
+	defer func() { stopReap(); <-reaped }()
 	// The loopback listener, token and address are in place before the
 	// socket answers: whoever sees flyd up finds them.
 	if tcp := s.startTCP(); tcp != nil {
@@ -414,7 +427,7 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		s.mu.Unlock()
 	}()
 
-	ss, err := s.mcp.Connect(ctx, sessionTransport{Transport: t, sess: sess}, nil)
+	ss, err := s.mcp.Connect(ctx, sessionTransport{Transport: t, sess: sess, timeout: s.cfg.WriteTimeout, log: s.log}, nil)
 	if err != nil {
 		if sess.connected != nil {
 			close(sess.connected)

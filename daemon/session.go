@@ -3,10 +3,13 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"github.com/fly-dev/fly/internal/wire"
+	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fly-dev/fly/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +28,7 @@ type session struct {
 	conn    notifier
 
 	connected chan struct{} // if not nil, closed once Connect returned (ss is set if it succeeded)
+	abort     func()        // if not nil, closes the network connections of its HTTP streams
 
 	// wsMu guards ws while it may still change: a Streamable HTTP session
 	// without ?workspace= takes its workspace from the client's roots at
@@ -119,10 +123,13 @@ func (s *session) info() SessionInfo {
 // sessionTransport gives any mcp.Transport's connection the session's id
 // and a notifier, and records it in the session. mcp.Server.Connect calls
 // Connect synchronously, before the session is visible to notifiers. The
-// WebSocket transport's connection is already both.
+// WebSocket transport's connection is already both; any other goes
+// through a queuedConn.
 type sessionTransport struct {
 	mcp.Transport
-	sess *session
+	sess    *session
+	timeout time.Duration // of one write
+	log     *slog.Logger
 }
 
 func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -132,31 +139,152 @@ func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	n, ok := c.(notifier)
 	if !ok {
-		ic := &idConn{Connection: c, id: t.sess.id}
-		c, n = ic, ic
+		qc := newQueuedConn(c, t.sess.id, t.timeout, t.sess.abort, t.log)
+		c, n = qc, qc
 	}
 	t.sess.conn = n
 	return c, nil
 }
 
-// idConn adapts a connection of another transport (in-memory in tests,
-// streamable HTTP later): notifications go through its Write, bounded by
-// a short deadline.
-type idConn struct {
+// queuedConn puts the session's outbox in front of another transport's
+// connection (Streamable HTTP, in-memory in tests), whose Write may block
+// for as long as its client does not read (the go-sdk's stream write has
+// no deadline). One writer goroutine writes in order; a write that misses
+// its deadline, or a notification that finds the outbox full, closes the
+// session: the inner connection, and through abort the network
+// connections of its HTTP streams, which is what unblocks a stuck write.
+type queuedConn struct {
 	mcp.Connection
-	id string
+	id      string
+	timeout time.Duration
+	abort   func() // closes the transport's network connections; may be nil
+	log     *slog.Logger
+
+	box       *outbox[queued]
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
-func (c *idConn) SessionID() string { return c.id }
+// queued is one message waiting in a queuedConn's outbox. res, when not
+// nil, takes the result of the write.
+type queued struct {
+	ctx context.Context // the writer's, for the values a transport routes by
+	msg jsonrpc.Message
+	res chan error
+}
 
-func (c *idConn) notify(method string, params any) error {
+// newQueuedConn starts c's writer goroutine, which Close stops and waits for.
+func newQueuedConn(c mcp.Connection, id string, timeout time.Duration, abort func(), log *slog.Logger) *queuedConn {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	q := &queuedConn{Connection: c, id: id, timeout: timeout, abort: abort, log: log, box: newOutbox[queued]()}
+	q.wg.Add(1)
+	go q.writeLoop()
+	return q
+}
+
+func (q *queuedConn) SessionID() string { return q.id }
+
+// Write queues msg. A notification never waits; anything else waits for
+// room and then for its write, bounded by the write deadline.
+func (q *queuedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	it := queued{ctx: context.WithoutCancel(ctx), msg: msg}
+	if isNotification(msg) {
+		return q.push(it, false)
+	}
+	it.res = make(chan error, 1)
+	if err := q.push(it, true); err != nil {
+		return err
+	}
+	select {
+	case err := <-it.res:
+		return err
+	case <-q.box.broken:
+		return q.box.err()
+	case <-q.box.done:
+		return errOutboxClosed
+	}
+}
+
+func (q *queuedConn) push(it queued, wait bool) error {
+	err := q.box.push(context.Background(), it, messageSize(it.msg), wait)
+	if errors.Is(err, errSlowClient) {
+		q.stall(errSlowClient)
+	}
+	return err
+}
+
+// messageSize estimates a message's encoded size for the outbox's byte
+// bound.
+func messageSize(msg jsonrpc.Message) int {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		return len(m.Method) + len(m.Params) + 64
+	case *jsonrpc.Response:
+		return len(m.Result) + 64
+	}
+	return 64
+}
+
+func (q *queuedConn) notify(method string, params any) error {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return c.Write(ctx, &jsonrpc.Request{Method: method, Params: raw})
+	return q.push(queued{ctx: context.Background(), msg: &jsonrpc.Request{Method: method, Params: raw}}, false)
+}
+
+// writeLoop writes queued messages in order until the outbox closes or
+// fails. A write still running at its deadline stalls the session.
+func (q *queuedConn) writeLoop() {
+	defer q.wg.Done()
+	for {
+		it, ok := q.box.take()
+		if !ok {
+			return
+		}
+		t := time.AfterFunc(q.timeout, func() { q.stall(errWriteStalled) })
+		err := q.Connection.Write(it.ctx, it.msg)
+		intime := t.Stop()
+		if it.res != nil {
+			it.res <- err
+		}
+		if !intime {
+			return
+		}
+	}
+}
+
+var errWriteStalled = errors.New("client is not reading: a write missed its deadline")
+
+// stall gives up on the client: the outbox fails, the network connections
+// close (ending a stuck write) and so does the inner connection, which
+// ends the session. It never blocks; the first call logs once.
+func (q *queuedConn) stall(cause error) {
+	if !q.box.fail(cause) {
+		return
+	}
+	q.log.Warn("session closed: its client does not read", logSession, q.id, logErr, cause)
+	if q.abort != nil {
+		q.abort()
+	}
+	_ = q.Connection.Close()
+}
+
+// Close implements mcp.Connection: the writer stops (a stuck write ends
+// by its deadline at the latest), then the inner connection closes.
+func (q *queuedConn) Close() error {
+	var err error
+	q.closeOnce.Do(func() {
+		q.box.close()
+		err = q.Connection.Close()
+		if q.abort != nil {
+			q.abort()
+		}
+		q.wg.Wait()
+	})
+	return err
 }
 
 // wsTransport hands an accepted WebSocket connection to mcp.Server.Connect.

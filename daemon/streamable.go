@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -24,30 +25,81 @@ import (
 // notifications (which go out on the session's GET stream).
 
 const (
-	maxHTTPSessions = 256              // live Streamable HTTP sessions
-	httpSessionIdle = 30 * time.Minute // one unused this long is closed when room is needed
+	maxHTTPSessions = 256 // live Streamable HTTP sessions
 	headerSessionID = "Mcp-Session-Id"
 )
 
+// httpSession is a Streamable HTTP session: its transport, its flyd
+// session, and the network connections of its requests in flight, which
+// closing the session closes too (a stuck stream write ends only so).
 type httpSession struct {
 	t    *mcp.StreamableServerTransport
 	sess *session
 
-	mu   sync.Mutex
-	last time.Time
+	mu     sync.Mutex
+	last   time.Time        // when its last request ended, or began if none has
+	active int              // requests in flight, its GET stream included
+	conns  map[net.Conn]int // their connections
 }
 
-func (h *httpSession) touch() {
+// track records r as in flight until the returned function is called.
+func (h *httpSession) track(r *http.Request) (done func()) {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	h.mu.Lock()
+	h.active++
 	h.last = time.Now()
+	if c != nil {
+		h.conns[c]++
+	}
 	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.active--
+		h.last = time.Now()
+		if c != nil {
+			if h.conns[c]--; h.conns[c] <= 0 {
+				delete(h.conns, c)
+			}
+		}
+		h.mu.Unlock()
+	}
 }
 
+// idle is how long the session has had no request in flight; 0 while it
+// has one (an open GET stream is a client listening, not an idle one).
 func (h *httpSession) idle() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.active > 0 {
+		return 0
+	}
 	return time.Since(h.last)
 }
+
+// abort closes the network connections of the session's requests in
+// flight. It never blocks.
+func (h *httpSession) abort() {
+	h.mu.Lock()
+	conns := make([]net.Conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+// close ends the session at once: the SDK session, then its streams.
+func (h *httpSession) close() {
+	if ss := h.sess.ss.Load(); ss != nil {
+		ss.Close()
+	}
+	h.abort()
+}
+
+// connKey keys the net.Conn of a request in its context (ConnContext).
+type connKey struct{}
 
 // httpSessions are the live Streamable HTTP sessions by id.
 type httpSessions struct {
@@ -79,14 +131,12 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if r.Method == http.MethodDelete {
-			if ss := h.sess.ss.Load(); ss != nil {
-				ss.Close()
-			}
 			s.http.remove(id)
+			h.close()
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		h.touch()
+		defer h.track(r)()
 		h.t.ServeHTTP(w, r)
 		return
 	}
@@ -136,7 +186,9 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	pr, _ := peerFrom(r.Context())
 	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, via: "http", connected: make(chan struct{})}
-	h := &httpSession{t: &mcp.StreamableServerTransport{SessionID: sess.id}, sess: sess, last: time.Now()}
+	h := &httpSession{t: &mcp.StreamableServerTransport{SessionID: sess.id}, sess: sess, last: time.Now(), conns: map[net.Conn]int{}}
+	sess.abort = h.abort
+	defer h.track(r)()
 	s.http.mu.Lock()
 	s.http.m[sess.id] = h
 	s.http.mu.Unlock()
@@ -154,29 +206,59 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	h.t.ServeHTTP(w, r)
 }
 
-// roomForHTTPSession closes the longest-idle session when the table is
-// full and it has been idle long enough, and reports whether there is room.
+// roomForHTTPSession reports whether a new session fits; when the table
+// is full, it closes the longest-idle session to make room. Sessions with
+// a request in flight (a client listening on its GET stream) are not idle.
 func (s *Server) roomForHTTPSession() bool {
 	s.http.mu.Lock()
 	n := len(s.http.m)
 	var oldest *httpSession
+	var most time.Duration
 	for _, h := range s.http.m {
-		if oldest == nil || h.idle() > oldest.idle() {
-			oldest = h
+		if d := h.idle(); d > most {
+			oldest, most = h, d
 		}
 	}
 	s.http.mu.Unlock()
 	if n < maxHTTPSessions {
 		return true
 	}
-	if oldest == nil || oldest.idle() < httpSessionIdle {
+	if oldest == nil {
 		return false
 	}
-	if ss := oldest.sess.ss.Load(); ss != nil {
-		ss.Close()
-	}
+	s.log.Info("HTTP session evicted to make room: the longest idle", logSession, oldest.sess.id, "idle", most.Round(time.Second))
 	s.http.remove(oldest.sess.id)
+	oldest.close()
 	return true
+}
+
+// reapHTTPSessions closes every Streamable HTTP session idle longer than
+// the configured time, once a tenth of that time, until ctx ends: clients
+// that went away without a DELETE leave no session behind for long.
+func (s *Server) reapHTTPSessions(ctx context.Context) {
+	idle := s.cfg.HTTPSessionIdle
+	t := time.NewTicker(max(idle/10, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.http.mu.Lock()
+		var stale []*httpSession
+		for _, h := range s.http.m {
+			if h.idle() > idle {
+				stale = append(stale, h)
+			}
+		}
+		s.http.mu.Unlock()
+		for _, h := range stale {
+			s.log.Info("HTTP session closed: idle", logSession, h.sess.id, "idle_limit", idle)
+			s.http.remove(h.sess.id)
+			h.close()
+		}
+	}
 }
 
 // needsWorkspace reports whether a method works on the session's

@@ -244,6 +244,9 @@ func (s *Server) startTCP() (stop func()) {
 		Handler:           s.guardTCP(s.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	hs.RegisterOnShutdown(s.closeHTTPSessions)
 	done := make(chan struct{})
@@ -273,9 +276,7 @@ func (s *Server) closeHTTPSessions() {
 	}
 	s.http.mu.Unlock()
 	for _, h := range all {
-		if ss := h.sess.ss.Load(); ss != nil {
-			ss.Close()
-		}
+		h.close()
 	}
 }
 

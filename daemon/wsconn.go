@@ -14,34 +14,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// outboxSize is how many messages may wait for a slow client before flyd
-// gives up on it. It absorbs bursts; a client that stops reading fills it
-// within one write timeout and is disconnected.
-const outboxSize = 1024
-
-var errSlowClient = errors.New("client is not reading its messages")
-
 // wsConn is an mcp.Connection over one WebSocket: one JSON-RPC message per
 // text frame.
 //
-// Writes never touch the socket: they queue the encoded message in a
-// bounded outbox that one writer goroutine drains, each frame under its own
-// deadline. So a client that stops reading costs its own session only, and
-// never stalls a notification to another session.
+// Writes never touch the socket: they queue the encoded message in the
+// session's outbox, which one writer goroutine drains, each frame under
+// its own deadline. So a client that stops reading costs its own session
+// only, and never stalls a notification to another session.
 type wsConn struct {
 	c            *websocket.Conn
 	id           string
 	writeTimeout time.Duration
 
-	out    chan []byte
-	done   chan struct{} // closed by Close
-	broken chan struct{} // closed by fail: the socket is gone, so nobody waits to write
-	wg     sync.WaitGroup
+	box *outbox[[]byte]
+	wg  sync.WaitGroup
 
-	closeOnce  sync.Once
-	brokenOnce sync.Once
-	mu         sync.Mutex
-	closeErr   error // why the connection was closed, for the read side
+	closeOnce sync.Once
 
 	spliceMu    sync.Mutex
 	spliced     map[string][]byte // encoded placeholder → the encoded text it stands for
@@ -57,9 +45,7 @@ func newWSConn(c *websocket.Conn, id string, writeTimeout time.Duration) *wsConn
 		c:            c,
 		id:           id,
 		writeTimeout: writeTimeout,
-		out:          make(chan []byte, outboxSize),
-		done:         make(chan struct{}),
-		broken:       make(chan struct{}),
+		box:          newOutbox[[]byte](),
 	}
 	w.wg.Add(1)
 	go w.writeLoop()
@@ -76,10 +62,7 @@ func (w *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		typ, data, err := w.c.Read(ctx)
 		if err != nil {
-			w.mu.Lock()
-			cause := w.closeErr
-			w.mu.Unlock()
-			if cause != nil {
+			if cause := w.box.err(); cause != nil {
 				return nil, cause
 			}
 			return nil, fmt.Errorf("read: %w", err)
@@ -105,30 +88,31 @@ func (w *wsConn) reject(code int64, msg string) {
 	}
 }
 
-// Write queues msg, waiting while the outbox is full: until there is room,
-// ctx ends, or the connection closes or breaks (which the writer makes it
-// do once a frame misses its deadline). The SDK writes responses with a
-// context that is never done, so the broken connection is what ends the
-// wait of a handler whose client stopped reading: only then can the SDK
-// finish its in-flight requests and close the session.
+// Write queues msg. A notification (the SDK's progress and log messages)
+// never waits: with a full outbox the client is not reading, and the
+// connection is dropped instead. A response or request waits for room:
+// until there is some, ctx ends, or the connection closes or breaks
+// (which the writer makes it do once a frame misses its deadline). The
+// SDK writes responses with a context that is never done, so the broken
+// connection is what ends the wait of a handler whose client stopped
+// reading: only then can the SDK finish its in-flight requests and close
+// the session.
 func (w *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := encodeMessage(msg)
-	if err == nil {
-		data = w.splice(data)
-	}
 	if err != nil {
 		return err
 	}
-	select {
-	case w.out <- data:
-		return nil
-	case <-w.done:
-		return errors.New("connection closed")
-	case <-w.broken:
-		return w.cause()
-	case <-ctx.Done():
-		return ctx.Err()
+	data = w.splice(data)
+	if isNotification(msg) {
+		return w.enqueue(data, true)
 	}
+	return w.box.push(ctx, data, len(data), true)
+}
+
+// isNotification reports whether msg expects no answer.
+func isNotification(msg jsonrpc.Message) bool {
+	r, ok := msg.(*jsonrpc.Request)
+	return ok && !r.IsCall()
 }
 
 // encodeMessage is jsonrpc.EncodeMessage, byte for byte, but a successful
@@ -217,16 +201,6 @@ func (w *wsConn) splice(data []byte) []byte {
 	return data
 }
 
-// cause is why the connection broke.
-func (w *wsConn) cause() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closeErr == nil {
-		return errors.New("connection closed")
-	}
-	return w.closeErr
-}
-
 // notify sends a server notification without ever waiting: with a full
 // outbox the client is not reading, and the connection is closed instead.
 func (w *wsConn) notify(method string, params any) error {
@@ -237,24 +211,17 @@ func (w *wsConn) notify(method string, params any) error {
 	return w.enqueue(data, true)
 }
 
+// enqueue queues data without waiting. A full outbox drops the
+// connection when dropSlow is set, else the message.
 func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
-	select {
-	case <-w.broken:
-		return w.cause()
-	default:
-	}
-	select {
-	case w.out <- data:
-		return nil
-	case <-w.done:
-		return errors.New("connection closed")
-	default:
-	}
-	if dropSlow {
+	err := w.box.push(context.Background(), data, len(data), false)
+	if errors.Is(err, errSlowClient) {
+		if !dropSlow {
+			return nil
+		}
 		w.fail(errSlowClient)
-		return errSlowClient
 	}
-	return nil
+	return err
 }
 
 // writeLoop is the only writer of the socket while the connection is open.
@@ -262,17 +229,16 @@ func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
 func (w *wsConn) writeLoop() {
 	defer w.wg.Done()
 	for {
-		select {
-		case <-w.done:
+		data, ok := w.box.take()
+		if !ok {
 			return
-		case data := <-w.out:
-			ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
-			err := w.c.Write(ctx, websocket.MessageText, data)
-			cancel()
-			if err != nil {
-				w.fail(fmt.Errorf("write: %w", err))
-				return
-			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
+		err := w.c.Write(ctx, websocket.MessageText, data)
+		cancel()
+		if err != nil {
+			w.fail(fmt.Errorf("write: %w", err))
+			return
 		}
 	}
 }
@@ -280,12 +246,7 @@ func (w *wsConn) writeLoop() {
 // fail records why the connection broke and drops the socket at once,
 // which ends the pending Read; the SDK then calls Close. It never blocks.
 func (w *wsConn) fail(cause error) {
-	w.mu.Lock()
-	if w.closeErr == nil {
-		w.closeErr = cause
-	}
-	w.mu.Unlock()
-	w.brokenOnce.Do(func() { close(w.broken) })
+	w.box.fail(cause)
 	w.c.CloseNow()
 }
 
@@ -298,12 +259,9 @@ func (w *wsConn) abort() { w.fail(errShuttingDown) }
 // by one write timeout) and sends a normal close frame.
 func (w *wsConn) Close() error {
 	w.closeOnce.Do(func() {
-		close(w.done)
+		w.box.close()
 		w.wg.Wait()
-		w.mu.Lock()
-		failed := w.closeErr != nil
-		w.mu.Unlock()
-		if failed {
+		if w.box.err() != nil {
 			return
 		}
 		w.flush()
@@ -317,12 +275,8 @@ func (w *wsConn) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
 	defer cancel()
 	for {
-		select {
-		case data := <-w.out:
-			if w.c.Write(ctx, websocket.MessageText, data) != nil {
-				return
-			}
-		default:
+		data, ok := w.box.takeNow()
+		if !ok || w.c.Write(ctx, websocket.MessageText, data) != nil {
 			return
 		}
 	}

@@ -1,0 +1,214 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// socketWS is an MCP client transport over a WebSocket on flyd's Unix
+// socket, with the environment the shim would send.
+type socketWS struct {
+	sock, root string
+	env        []string // KEY=value
+}
+
+func (w socketWS) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, _, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
+		HTTPClient:   unixHTTPClient(w.sock),
+		HTTPHeader:   http.Header{wire.HeaderWorkspace: {url.QueryEscape(w.root)}, wire.HeaderEnv: {wire.EncodeEnv(w.env)}},
+		Subprotocols: []string{wire.Subprotocol},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(-1)
+	return newWSConn(c, "socket", 5*time.Second), nil
+}
+
+func unixHTTPClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+}
+
+// streamablePost sends one JSON-RPC message to /mcp and returns the
+// session id and the body.
+func streamablePost(t *testing.T, hc *http.Client, u, session, body string) (string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set(headerSessionID, session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %s %s", body, resp.Status, b)
+	}
+	return resp.Header.Get(headerSessionID), string(b)
+}
+
+// TestStuckStreamStallsNobody: a Streamable HTTP client subscribes to
+// 1,500 files, opens its GET stream with a tiny receive buffer and never
+// reads it, and the files change. Another session on that workspace still
+// hears list_changed and finds new files, a flutter_run on another
+// workspace starts and stops, the stuck session is closed, and every
+// goroutine it cost is returned.
+func TestStuckStreamStallsNobody(t *testing.T) {
+	flutter, err := fakeflutter.Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootA, rootB := t.TempDir(), t.TempDir()
+	files := map[string]string{"pubspec.yaml": "name: a\n"}
+	for i := range 1500 {
+		files[fmt.Sprintf("lib/f%04d.dart", i)] = "// 0\n"
+	}
+	writeTree(t, rootA, files)
+	writeTree(t, rootB, map[string]string{"pubspec.yaml": "name: b\n", "lib/main.dart": "void main() {}\n"})
+	s, sock, stop := runInProcess(t, Config{WriteTimeout: 2 * time.Second, Flutter: flutter})
+	hc := unixHTTPClient(sock)
+	defer hc.CloseIdleConnections()
+
+	// The other two clients first: what they keep is in the baseline.
+	n := newNotes()
+	other := connectClient(t, "other", socketWS{sock: sock, root: rootA}, n)
+	runner := connectClient(t, "runner", socketWS{sock: sock, root: rootB, env: []string{"FLY_TEST_HELPER=flutter", "PATH=" + os.Getenv("PATH")}}, nil)
+	waitSessions(t, s, 2)
+	before := runtime.NumGoroutine()
+
+	// The stuck client: subscribed to every file, its GET stream never read.
+	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(rootA)
+	id, _ := streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"stuck","version":"1"}}}`)
+	streamablePost(t, hc, u, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i := range 1500 {
+		streamablePost(t, hc, u, id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"workspace:///lib/f%04d.dart"}}`, i+1, i))
+	}
+	raw, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.(*net.UnixConn).SetReadBuffer(2048)
+	fmt.Fprintf(raw, "GET %s HTTP/1.1\r\nHost: flyd\r\nAccept: text/event-stream\r\n%s: %s\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n",
+		wire.RouteStreamable+"?workspace="+url.QueryEscape(rootA), headerSessionID, id)
+	if line, err := bufio.NewReader(raw).ReadString('\n'); err != nil || !strings.Contains(line, "200") {
+		t.Fatalf("GET stream: %q %v", line, err)
+	}
+
+	// Change every subscribed file until flyd has given up on the client:
+	// its stream stops taking bytes long before.
+	changed := make(chan struct{})
+	go func() { // owned by the test: ends when the stuck session is gone
+		defer close(changed)
+		for round := 1; s.http.get(id) != nil; round++ {
+			for i := range 1500 {
+				os.WriteFile(filepath.Join(rootA, fmt.Sprintf("lib/f%04d.dart", i)), fmt.Appendf(nil, "// %d\n", round), 0o644)
+			}
+			time.Sleep(50 * time.Millisecond) // the pace of the edits, as a developer's tool would make them
+		}
+	}()
+
+	// Meanwhile the others carry on.
+	start := time.Now()
+	writeTree(t, rootA, map[string]string{"lib/new_screen.dart": "// new\n"})
+	n.waitListChanged(t)
+	t.Logf("the other session's list_changed came %v after the new file", time.Since(start))
+	flytest.Eventually(t, "files_find sees the new file", func() bool {
+		res := callTool(t, other, "files_find", map[string]any{"glob": "lib/new_*.dart"}, nil)
+		return strings.Contains(toolText(res), "new_screen.dart")
+	})
+	start = time.Now()
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	if res := callTool(t, runner, "flutter_run", map[string]any{"device": "linux"}, &run); res.IsError {
+		t.Fatalf("flutter_run on the other workspace: %s", toolText(res))
+	}
+	t.Logf("flutter_run on the other workspace answered in %v", time.Since(start))
+	if res := callTool(t, runner, "flutter_stop", map[string]any{"run_id": run.RunID}, nil); res.IsError {
+		t.Fatalf("flutter_stop: %s", toolText(res))
+	}
+
+	select { // the stuck session is closed
+	case <-changed:
+	case <-time.After(2 * time.Minute): // a hang detector
+		t.Fatal("the stuck session was not closed within 2 minutes")
+	}
+	raw.Close()
+	hc.CloseIdleConnections()
+	waitSessions(t, s, 2)
+	deadline := time.Now().Add(time.Minute) // a hang detector
+	for runtime.NumGoroutine() > before+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d after the stuck client was closed, %d before it\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("shutdown took %v", stop())
+}
+
+// TestDeleteClosesStreams: DELETE of a session whose GET stream is open
+// ends that stream at once.
+func TestDeleteClosesStreams(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
+	s, sock, _ := runInProcess(t, Config{})
+	hc := unixHTTPClient(sock)
+	defer hc.CloseIdleConnections()
+	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	id, _ := streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	streamablePost(t, hc, u, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan struct{})
+	go func() { // owned by the test: ends with the stream
+		defer close(ended)
+		io.Copy(io.Discard, resp.Body)
+	}()
+	del, _ := http.NewRequest(http.MethodDelete, u, nil)
+	del.Header.Set(headerSessionID, id)
+	dr, err := hc.Do(del)
+	if err != nil || dr.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", dr, err)
+	}
+	dr.Body.Close()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second): // a hang detector
+		t.Fatal("the GET stream is still open 30s after DELETE")
+	}
+	waitSessions(t, s, 0)
+}
