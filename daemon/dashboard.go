@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 // The dashboard is plain HTML, CSS and JavaScript embedded in flyd: no
@@ -17,11 +18,27 @@ func (s *Server) addDashboard(mux *http.ServeMux) {
 	files := http.FileServerFS(sub)
 	mux.Handle("GET /dashboard/", http.StripPrefix("/dashboard/", noStore(files)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
-		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Cache-Control", "no-store")
 		http.ServeFileFS(w, r, sub, "index.html")
 	})
+}
+
+// dashboardFile reports whether path is one of the dashboard's static
+// files, which hold no data and so are served without the token (a
+// browser's navigation cannot send one).
+func dashboardFile(path string) bool {
+	return path == "/" || strings.HasPrefix(path, "/dashboard/")
+}
+
+// setPageHeaders sets what every response carries so that no page of
+// flyd's can be framed by another (clickjacking its Stop buttons) or run
+// anything but its own scripts. It is the one place that sets them:
+// Handler and the TCP guard's own refusals call it.
+func setPageHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
 }
 
 func noStore(h http.Handler) http.Handler {

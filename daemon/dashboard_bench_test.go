@@ -54,7 +54,7 @@ func BenchmarkDashboardLog(b *testing.B) {
 		tok, _ := os.ReadFile(e.Paths.Token())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "node"), filepath.Join(dir, "dashboard.mjs"))
-		cmd.Env = append(os.Environ(), "FLY_URL=http://"+st.HTTP+"/?token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID,
+		cmd.Env = append(os.Environ(), "FLY_URL=http://"+st.HTTP+"/#token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID,
 			"CHROMIUM="+chromium, "FLY_BENCH_LINES=5500", "FLY_BENCH_DEBUG="+os.Getenv("FLY_BENCH_DEBUG"))
 		var stderr flytest.Buffer
 		cmd.Stderr = &stderr

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -78,10 +81,26 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Another local web server the user's browser visits: it records
+	// everything the browser sends it.
+	var otherMu sync.Mutex
+	var otherSaw []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		r.Header.Write(&b)
+		otherMu.Lock()
+		otherSaw = append(otherSaw, r.Method+" "+r.URL.String()+"\n"+b.String())
+		otherMu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><title>other</title>")
+	}))
+	defer other.Close()
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "node"), filepath.Join(dir, "dashboard.mjs"))
-	cmd.Env = append(os.Environ(), "FLY_URL=http://"+addr+"/?token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID, "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "FLY_URL=http://"+addr+"/#token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID, "CHROMIUM="+chromium,
+		"FLY_OTHER="+other.URL+"/")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr flytest.Buffer
@@ -115,11 +134,26 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the browser script failed: %v\n%s", err, stderr.String())
 	}
-	if s := steps["login"]; s == nil || s["url_has_token"] != false || s["title"] != "fly" {
-		t.Fatalf("login step = %v: the address must lose the token", s)
+	if s := steps["login"]; s == nil || s["url_has_token"] != false || s["title"] != "fly" || s["cookies"] != float64(0) {
+		t.Fatalf("login step = %v: the address must lose the token, and no cookie may be set", s)
 	}
 	if s := steps["no-cookie"]; s == nil || s["status"] != float64(401) {
-		t.Fatalf("a request without the cookie = %v, want 401", s)
+		t.Fatalf("a credentialed request without the Authorization header = %v, want 401", s)
+	}
+	if s := steps["other-port"]; s == nil || s["stored"] != `[null,0,""]` {
+		t.Fatalf("the other port's page reads %v of the dashboard's storage", s)
+	}
+	if s := steps["reloaded"]; s == nil || s["url_has_token"] != false {
+		t.Fatalf("after a reload: %v", s)
+	}
+	otherMu.Lock()
+	saw := strings.Join(otherSaw, "\n")
+	otherMu.Unlock()
+	if len(otherSaw) < 2 {
+		t.Fatalf("the other port saw %d requests, want the navigation and the fetch:\n%s", len(otherSaw), saw)
+	}
+	if key := strings.TrimSpace(string(tok)); strings.Contains(saw, key) || strings.Contains(strings.ToLower(saw), "cookie:") {
+		t.Fatalf("the other port received a credential:\n%s", saw)
 	}
 	for _, want := range []string{"run-listed", "log-live", "stopped", "reconnected"} {
 		if steps[want] == nil {

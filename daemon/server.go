@@ -141,7 +141,8 @@ type Server struct {
 	http     httpSessions   // Streamable HTTP sessions
 	httpWG   sync.WaitGroup // their serveSession goroutines
 	tokens   *tokens        // the TCP listener's; nil without one
-	httpAddr string         // where the TCP listener listens; "" without one
+	httpAddr   string         // where the TCP listener listens; "" without one
+	httpWanted string         // the configured address, when it was taken and httpAddr is another
 
 	toolsMu  sync.Mutex
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
@@ -356,6 +357,7 @@ func (s *Server) Handler() http.Handler {
 	s.addDashboard(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
+		setPageHeaders(w.Header())
 		if h := r.Header.Get(wire.HeaderVersion); h != "" {
 			if err := wire.CheckPeer("flyd", "flyctl", h); err != nil {
 				http.Error(w, err.Error(), http.StatusPreconditionFailed)
@@ -369,14 +371,18 @@ func (s *Server) Handler() http.Handler {
 // serveMCP upgrades to a WebSocket and serves one MCP session on it until
 // either side closes.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
-	dir := r.Header.Get(wire.HeaderWorkspace)
-	if dir == "" {
-		dir = r.URL.Query().Get("workspace")
-	} else if d, err := url.QueryUnescape(dir); err == nil {
-		dir = d
+	pr, onSocket := peerFrom(r.Context())
+	dir := r.URL.Query().Get("workspace")
+	var env map[string]string
+	if onSocket {
+		// The shim's headers: honoured from a checked peer only.
+		if d, err := url.QueryUnescape(r.Header.Get(wire.HeaderWorkspace)); err == nil && d != "" {
+			dir = d
+		}
+		env = wire.DecodeEnv(r.Header.Get(wire.HeaderEnv))
 	}
 	if dir == "" {
-		http.Error(w, "no workspace: send the "+wire.HeaderWorkspace+" header or ?workspace=/abs/path", http.StatusBadRequest)
+		http.Error(w, "no workspace: add ?workspace=/abs/path to the URL", http.StatusBadRequest)
 		return
 	}
 	ws, err := s.ws.acquire(dir)
@@ -391,11 +397,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	c.SetReadLimit(s.cfg.MaxMessageBytes)
-	pr, _ := peerFrom(r.Context())
 	sess := &session{
 		id:      newID(),
 		ws:      ws,
-		env:     wire.DecodeEnv(r.Header.Get(wire.HeaderEnv)),
+		env:     env,
 		peerPID: pr.PID,
 		via:     "socket",
 	}
@@ -500,6 +505,7 @@ func (s *Server) status() Status {
 		Socket:     s.cfg.Paths.Socket,
 		StateDir:   s.cfg.Paths.StateDir,
 		HTTP:       s.httpAddr,
+		HTTPWanted: s.httpWanted,
 		Sessions:   []SessionInfo{},
 		Workspaces: []WorkspaceStatus{},
 		Runs:       []RunInfo{},

@@ -166,7 +166,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir := r.URL.Query().Get("workspace")
-	if dir == "" {
+	if _, onSocket := peerFrom(r.Context()); dir == "" && onSocket {
 		if d, err := url.QueryUnescape(r.Header.Get(wire.HeaderWorkspace)); err == nil {
 			dir = d
 		}

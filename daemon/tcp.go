@@ -25,16 +25,25 @@ import (
 // cannot use the socket: HTTP MCP clients, remote tools through a
 // forwarded port, the dashboard in a browser. Peer credentials cannot
 // guard TCP, so every request carries the bearer token from the state
-// directory; the Host header must be a loopback name (a DNS-rebinding
-// page cannot name 127.0.0.1), and a browser's cross-origin request is
-// refused.
+// directory in its Authorization header; the Host header must be a
+// loopback name (a DNS-rebinding page cannot name 127.0.0.1), and a
+// browser's cross-origin request is refused.
+//
+// No credential a browser sends by itself (a cookie, HTTP auth) is
+// accepted: browsers send a host's cookies to every port of it (RFC 6265
+// §8.5), so any local web server the user visits would get them. The
+// dashboard's page takes the token from the URL fragment, which is never
+// sent to a server, keeps it in sessionStorage (per origin, port
+// included) and sends it as Authorization. Only the page's static files
+// are served without the token: they hold no data.
+//
+// A session over TCP gets flyd's environment and names its workspace in
+// the URL: the headers that set a session's environment or root
+// (X-Fly-Env, X-Fly-Workspace) are the shim's, honoured on the Unix
+// socket only, where the peer is checked to be this user.
 
 // DefaultListen is the loopback address flyd listens on by default.
 const DefaultListen = "127.0.0.1:7717"
-
-// cookieToken is the dashboard's cookie: the token, HttpOnly and
-// SameSite=Strict.
-const cookieToken = "fly_token"
 
 // CheckListen reports whether addr is an address flyd may listen on: a
 // loopback one.
@@ -166,12 +175,14 @@ func sameOrigin(origin, host string) bool {
 	return err == nil && u.Scheme == "http" && strings.EqualFold(u.Host, host)
 }
 
-// guardTCP wraps the API for the TCP listener: loopback Host, the token
-// (bearer or cookie), and for a browser's upgrades and changes, its own
-// origin only. 401 for no or a wrong token, 403 for a wrong Host or Origin.
+// guardTCP wraps the API for the TCP listener: loopback Host, the bearer
+// token (the dashboard's static files aside), and for a browser's
+// upgrades and changes, its own origin only. 401 for no or a wrong token,
+// 403 for a wrong Host or Origin.
 func (s *Server) guardTCP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
+		setPageHeaders(w.Header())
 		if !loopbackHost(r.Host) {
 			http.Error(w, "forbidden: the Host header must name this machine (127.0.0.1, ::1 or localhost)", http.StatusForbidden)
 			return
@@ -182,15 +193,11 @@ func (s *Server) guardTCP(next http.Handler) http.Handler {
 			http.Error(w, "forbidden: cross-origin request from "+o, http.StatusForbidden)
 			return
 		}
-		if r.URL.Path == "/" && r.URL.Query().Has("token") && s.dashboardLogin(w, r) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && dashboardFile(r.URL.Path) {
+			next.ServeHTTP(w, r)
 			return
 		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			if c, err := r.Cookie(cookieToken); err == nil {
-				tok = c.Value
-			}
-		}
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !s.tokens.valid(strings.TrimSpace(tok)) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="flyd"`)
 			http.Error(w, "unauthorized: send Authorization: Bearer <token>; the token is in "+s.cfg.Paths.Token()+" (flyctl token print)", http.StatusUnauthorized)
@@ -198,21 +205,6 @@ func (s *Server) guardTCP(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// dashboardLogin exchanges a ?token= for the cookie and redirects to the
-// same page without it, so the token leaves the address bar and history.
-func (s *Server) dashboardLogin(w http.ResponseWriter, r *http.Request) bool {
-	if !s.tokens.valid(r.URL.Query().Get("token")) {
-		return false
-	}
-	http.SetCookie(w, &http.Cookie{Name: cookieToken, Value: r.URL.Query().Get("token"), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	q := r.URL.Query()
-	q.Del("token")
-	u := *r.URL
-	u.RawQuery = q.Encode()
-	http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-	return true
 }
 
 // startTCP starts the loopback listener if the config asks for one. Its
@@ -233,10 +225,11 @@ func (s *Server) startTCP() (stop func()) {
 		s.log.Error("no loopback listener; the socket still serves", logErr, err)
 		return nil
 	}
+	s.httpAddr = ln.Addr().String()
 	if note != "" {
 		s.log.Warn(note)
+		s.httpWanted = s.cfg.Listen
 	}
-	s.httpAddr = ln.Addr().String()
 	if err := os.WriteFile(s.cfg.Paths.HTTPAddr(), []byte(s.httpAddr+"\n"), 0o600); err != nil {
 		s.log.Warn("write the listener's address", logErr, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"net/url"
 
@@ -296,11 +297,9 @@ func (mc mcpClient) httpEntry(dir string, getenv func(string) string) (any, erro
 	if mc.global {
 		return nil, usagef("config mcp --http: Claude Desktop takes remote servers as connectors in its settings, not in its config file; use flyctl mcp (drop --http)")
 	}
-	addr := flydDefaultListen
-	if p, err := paths.Resolve(getenv); err == nil {
-		if a, err := listenAddr(p); err == nil {
-			addr = a
-		}
+	addr, err := configuredListen(getenv)
+	if err != nil {
+		return nil, err
 	}
 	u := "http://" + addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(dir)
 	auth := "Bearer ${FLY_TOKEN}"
@@ -319,8 +318,40 @@ func (mc mcpClient) httpEntry(dir string, getenv func(string) string) (any, erro
 	return e, nil
 }
 
+// configuredListen is the address an editor's config may name: flyd's
+// configured one. When flyd's own port was taken at its start and it
+// listens on another, the config is refused: that port is flyd's only
+// until it restarts, and the editor would later send its token to
+// whoever holds it then. With no flyd running, the default is named.
+func configuredListen(getenv func(string) string) (string, error) {
+	c, err := newClient(getenv)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var st wire.Status
+	if err := c.getJSON(ctx, wire.RouteStatus, &st); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return "", fmt.Errorf("config mcp --http: ask flyd where it listens: %w", err)
+		}
+		return flydDefaultListen, nil // no flyd to ask
+	}
+	switch {
+	case st.HTTPWanted != "":
+		return "", fmt.Errorf("config mcp --http: flyd's port %s was taken when it started, so it listens on %s for now; "+
+			"an editor config naming %s would later send its token to whoever holds that port. "+
+			"Free %s and restart flyd (flyctl service restart), or give flyd a free port (flyd run --listen 127.0.0.1:PORT), then run this again",
+			st.HTTPWanted, st.HTTP, st.HTTP, st.HTTPWanted)
+	case st.HTTP == "":
+		return "", errors.New("config mcp --http: flyd has no loopback listener (it was started with --listen \"\"); use flyctl mcp (drop --http), or restart flyd with --listen")
+	}
+	return st.HTTP, nil
+}
+
 // flydDefaultListen is flyd's default loopback address, used when no
-// flyd has written its own.
+// flyd is running.
 const flydDefaultListen = "127.0.0.1:7717"
 
 // flutterEnvNames are the variables a generated editor config pins for

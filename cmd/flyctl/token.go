@@ -39,8 +39,10 @@ const dashboardUsage = `Usage:
 
 Prints the address of flyd's live dashboard (workspaces and sessions, runs
 with their logs live, reload and stop buttons, upstream servers), with the
-token for a one-time login: the page trades it for a cookie and drops it
-from the address. --open opens it in your browser.
+token in its fragment (#token=, which the browser never sends to a
+server): the page keeps it in the tab's sessionStorage and drops it from
+the address. No cookie is set: browsers send cookies to every port of a
+host. --open opens it in your browser.
 
 Flags:
 %s
@@ -138,7 +140,7 @@ func runDashboard(_ context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	u := "http://" + addr + "/?token=" + tok
+	u := "http://" + addr + "/#token=" + tok
 	fmt.Fprintln(stdout, u)
 	if *open {
 		opener := "xdg-open"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,11 +189,43 @@ func TestTokenAndDashboard(t *testing.T) {
 	flytest.StartFlyd(t, e)
 	tok := strings.TrimSpace(mustFlyctl(t, e.Getenv, "token", "print"))
 	url := strings.TrimSpace(mustFlyctl(t, e.Getenv, "dashboard"))
-	if len(tok) != 64 || !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/?token="+tok) {
+	if len(tok) != 64 || !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/#token="+tok) {
 		t.Fatalf("token %q, dashboard %q", tok, url)
 	}
 	rotated := strings.TrimSpace(mustFlyctl(t, e.Getenv, "token", "rotate"))
 	if rotated == tok || strings.TrimSpace(mustFlyctl(t, e.Getenv, "token", "print")) != rotated {
 		t.Fatalf("rotate gave %q (was %q)", rotated, tok)
+	}
+}
+
+// TestConfigMCPHTTPRefusesFallbackPort: a flyd whose configured port was
+// taken listens elsewhere for now; a config naming that other port would
+// send the token to whoever holds it later, so none is written.
+func TestConfigMCPHTTPRefusesFallbackPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	e := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e, "--listen", taken.Addr().String())
+	dir := t.TempDir()
+	out, errs, code := flyctl(t, e.Getenv, "config", "mcp", "--client", "cursor", "--http", "--workspace", dir, "--write")
+	if code != 1 || !strings.Contains(errs, "was taken") || !strings.Contains(errs, taken.Addr().String()) || out != "" {
+		t.Fatalf("config mcp --http with flyd on a fallback port: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".cursor", "mcp.json")); err == nil {
+		t.Fatal("a config was written naming the fallback port")
+	}
+
+	// flyd on its own port: the config names it.
+	e2 := flytest.NewEnv(t)
+	flytest.StartFlyd(t, e2)
+	st, err := flytest.Status(e2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := mustFlyctl(t, e2.Getenv, "config", "mcp", "--client", "cursor", "--http", "--workspace", dir); !strings.Contains(out, "http://"+st.HTTP+"/mcp") {
+		t.Fatalf("config names %s, want flyd's %s", out, st.HTTP)
 	}
 }

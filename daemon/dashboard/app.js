@@ -1,8 +1,25 @@
 // The fly dashboard: it follows GET /v1/events (flyd's status, sent again
 // on every change) and a selected run's GET /v1/runs/{id}/logs?follow=1,
 // resuming after the last seq it showed when the connection comes back.
-// Its cookie came from the one-time ?token= login; nothing else is needed.
+// The token comes once in the address's fragment (#token=..., which the
+// browser never sends to a server), is kept in sessionStorage (per
+// origin, port included: no other local server can read it, as it could
+// a cookie) and goes to flyd as an Authorization header on every fetch.
 "use strict";
+
+const token = (() => {
+  const m = /(?:^#|&)token=([0-9a-fA-F]+)/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem("fly_token", m[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("fly_token") || "";
+})();
+
+// api fetches from flyd with the token, and never with cookies.
+function api(path, init = {}) {
+  return fetch(path, { ...init, credentials: "omit", headers: { ...(init.headers || {}), Authorization: "Bearer " + token } });
+}
 
 const $ = (sel) => document.querySelector(sel);
 const runs = new Map();   // run_id -> wire.Run, live and recently ended
@@ -76,7 +93,7 @@ function bytes(n) {
 }
 
 async function post(path) {
-  const r = await fetch(path, { method: "POST", credentials: "same-origin" });
+  const r = await api(path, { method: "POST" });
   if (!r.ok) { const t = await r.text(); alert(t); }
   return r;
 }
@@ -109,7 +126,7 @@ function renderStatus(st) {
   for (const [id, r] of runs) {
     if (!live.has(id) && (r.state === "running" || r.state === "starting")) {
       r.state = "ending…";
-      fetch(`/v1/runs/${encodeURIComponent(id)}`, { credentials: "same-origin" })
+      api(`/v1/runs/${encodeURIComponent(id)}`)
         .then((x) => x.ok ? x.json() : null).then((x) => { if (x) { runs.set(id, x); renderRuns(); } });
     }
   }
@@ -189,7 +206,7 @@ function select(id) {
     while (!ctl.signal.aborted) {
       try {
         const q = lastSeq ? `after=${lastSeq}` : "tail=500";
-        const resp = await fetch(`/v1/runs/${encodeURIComponent(id)}/logs?${q}&follow=1`, { credentials: "same-origin", signal: ctl.signal });
+        const resp = await api(`/v1/runs/${encodeURIComponent(id)}/logs?${q}&follow=1`, { signal: ctl.signal });
         if (!resp.ok) { $("#log-state").textContent = await resp.text(); return; }
         $("#log-state").textContent = "following";
         for await (const e of lines(resp)) {
@@ -223,8 +240,9 @@ $("#search").addEventListener("input", () => {
 setInterval(() => { if (paused) $("#pause").textContent = `Resume (${held.length})`; }, 500);
 
 follow("events", async () => {
-  const resp = await fetch("/v1/events", { credentials: "same-origin" });
-  if (resp.status === 401) { setConn(false, "not logged in: open the address flyctl dashboard prints"); await sleep(5000); return; }
+  if (!token) { setConn(false, "not logged in: open the address flyctl dashboard prints"); await sleep(5000); return; }
+  const resp = await api("/v1/events");
+  if (resp.status === 401) { setConn(false, "the token was refused (rotated?): open the address flyctl dashboard prints"); await sleep(5000); return; }
   if (!resp.ok) throw new Error(resp.statusText);
   setConn(true, "live");
   try {

@@ -225,6 +225,10 @@ type Status struct {
 	Socket     string            `json:"socket"`
 	StateDir   string            `json:"state_dir"`
 	HTTP       string            `json:"http,omitempty"` // the loopback listener's address; "" when off
+	// HTTPWanted is the address flyd was configured to listen on, set
+	// only when it was taken and flyd listens on HTTP instead: a config
+	// must never name HTTP, whose port another process may hold later.
+	HTTPWanted string `json:"http_wanted,omitempty"`
 	DBBytes    int64             `json:"db_bytes"`
 	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
 	Sessions   []Session         `json:"sessions"`

@@ -1,6 +1,8 @@
 // Drives flyd's dashboard in headless Chromium (playwright-core, with the
 // system's Chromium) for daemon/dashboard_test.go. Environment:
-//   FLY_URL   the login address (http://ADDR/?token=...)
+//   FLY_URL   the login address (http://ADDR/#token=...)
+//   FLY_OTHER a page on another loopback port, as any local web server the
+//             user's browser visits: it must get nothing usable
 //   FLY_RUN   the id of a live run started through the shim
 //   CHROMIUM  the Chromium executable (default /usr/bin/chromium)
 //   FLY_SHOT  if set, a screenshot of the live page is saved there
@@ -22,12 +24,14 @@ const browser = await chromium.launch({
     "--disable-component-update", "--disable-sync"],
 });
 try {
-  const page = await browser.newPage();
+  const context = await browser.newContext(); // one profile: its cookies go to every port
+  const page = await context.newPage();
   page.setDefaultTimeout(60000); // a hang detector
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(process.env.FLY_URL);
-  out({ step: "login", url_has_token: page.url().includes("token="), title: await page.title() });
+  out({ step: "login", url_has_token: page.url().includes("token="), title: await page.title(),
+    cookies: (await context.cookies()).length });
 
   const row = page.locator(`tr[data-run="${run}"]`);
   await row.locator(".state", { hasText: "running" }).waitFor();
@@ -66,9 +70,28 @@ try {
   out({ step: "log-live", ms: Date.now() - t0, lines: await logLines.count() });
   if (process.env.FLY_SHOT) await page.screenshot({ path: process.env.FLY_SHOT, fullPage: true });
 
-  // Only the cookie opens the API: the same request without it is refused.
-  const status = await page.evaluate(async () => (await fetch("/v1/status", { credentials: "omit" })).status);
+  // Nothing the browser sends by itself opens the API: a request without
+  // the page's Authorization header is refused.
+  const status = await page.evaluate(async () => (await fetch("/v1/status", { credentials: "include" })).status);
   out({ step: "no-cookie", status });
+
+  // Another local server the user visits, on another port of the same
+  // host: a navigation and a credentialed cross-origin fetch from the
+  // dashboard's own page send it nothing usable, and its page cannot
+  // read the dashboard's storage.
+  if (process.env.FLY_OTHER) {
+    await page.evaluate(async (u) => { try { await fetch(u + "fetched", { credentials: "include", mode: "no-cors" }); } catch (e) {} }, process.env.FLY_OTHER);
+    const other = await context.newPage();
+    await other.goto(process.env.FLY_OTHER + "visited");
+    const stored = await other.evaluate(() => JSON.stringify([sessionStorage.getItem("fly_token"), localStorage.length, document.cookie]));
+    await other.close();
+    out({ step: "other-port", stored });
+  }
+
+  // A reload keeps the login: the token is in the tab's sessionStorage.
+  await page.reload();
+  await row.locator(".state", { hasText: "running" }).waitFor();
+  out({ step: "reloaded", url_has_token: page.url().includes("token=") });
 
   await row.locator("button[data-action=stop]").click();
   await row.locator(".state", { hasText: "stopped" }).waitFor();
