@@ -137,10 +137,10 @@ type Server struct {
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
 	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
-	changes  *changes       // status changes, for /v1/events
-	http     httpSessions   // Streamable HTTP sessions
-	httpWG   sync.WaitGroup // their serveSession goroutines
-	tokens   *tokens        // the TCP listener's; nil without one
+	changes    *changes       // status changes, for /v1/events
+	http       httpSessions   // Streamable HTTP sessions
+	httpWG     sync.WaitGroup // their serveSession goroutines
+	tokens     *tokens        // the TCP listener's; nil without one
 	httpAddr   string         // where the TCP listener listens; "" without one
 	httpWanted string         // the configured address, when it was taken and httpAddr is another
 

@@ -217,18 +217,18 @@ type LogLine struct {
 // Status is the reply of GET RouteStatus. Fields may be added, never
 // change meaning.
 type Status struct {
-	Version    string            `json:"version"`
-	Protocol   int               `json:"protocol"`
-	PID        int               `json:"pid"`
-	StartedAt  time.Time         `json:"started_at"`
-	UptimeSec  float64           `json:"uptime_seconds"`
-	Socket     string            `json:"socket"`
-	StateDir   string            `json:"state_dir"`
-	HTTP       string            `json:"http,omitempty"` // the loopback listener's address; "" when off
+	Version   string    `json:"version"`
+	Protocol  int       `json:"protocol"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	UptimeSec float64   `json:"uptime_seconds"`
+	Socket    string    `json:"socket"`
+	StateDir  string    `json:"state_dir"`
+	HTTP      string    `json:"http,omitempty"` // the loopback listener's address; "" when off
 	// HTTPWanted is the address flyd was configured to listen on, set
 	// only when it was taken and flyd listens on HTTP instead: a config
 	// must never name HTTP, whose port another process may hold later.
-	HTTPWanted string `json:"http_wanted,omitempty"`
+	HTTPWanted string            `json:"http_wanted,omitempty"`
 	DBBytes    int64             `json:"db_bytes"`
 	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
 	Sessions   []Session         `json:"sessions"`
