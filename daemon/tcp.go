@@ -236,20 +236,22 @@ func (s *Server) startTCP() (stop func()) {
 	hs := &http.Server{
 		Handler:           s.guardTCP(s.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       connIdle,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
 	}
+	capped := &capListener{Listener: ln, cap: tcpConnCap(), log: s.log}
 	hs.RegisterOnShutdown(s.closeHTTPSessions)
 	done := make(chan struct{})
 	go func() { // owned by stop
 		defer close(done)
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("loopback listener stopped; the socket still serves", logErr, err)
 		}
 	}()
-	s.log.Info("flyd listening on loopback", "addr", s.httpAddr, "token_file", s.cfg.Paths.Token())
+	s.log.Info("flyd listening on loopback", "addr", s.httpAddr, "token_file", s.cfg.Paths.Token(), "max_conns", capped.cap)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

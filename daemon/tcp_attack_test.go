@@ -2,16 +2,22 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -98,3 +104,68 @@ func TestTCPSessionGetsFlydsEnvironment(t *testing.T) {
 type connTransport struct{ c mcp.Connection }
 
 func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// TestIdleConnectionsSpareTheSocket: with flyd's descriptor limit at
+// 1,024, thousands of TCP connections that send one request each (with
+// and without the token) and then idle take no descriptor the socket
+// needs: flyctl status and a shim session answer as usual, and the idle
+// connections are closed soon after.
+func TestIdleConnectionsSpareTheSocket(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	e := flytest.NewEnv(t)
+	e.MaxFiles = 1024
+	fl := flytest.StartFlyd(t, e)
+	st, err := getStatus(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(e.Paths.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := fl.Cmd.Process.Pid
+	fds := func() int {
+		ents, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+		return len(ents)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range 3000 {
+		c, err := net.Dial("tcp", st.HTTP)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		auth := ""
+		if i%2 == 0 {
+			auth = "Authorization: Bearer " + strings.TrimSpace(string(tok)) + "\r\n"
+		}
+		fmt.Fprintf(c, "GET /v1/status HTTP/1.1\r\nHost: %s\r\n%s\r\n", st.HTTP, auth)
+	}
+	peak := fds()
+	_, flyctl := flytest.Binaries(t)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang detector
+	defer cancel()
+	cmd := exec.CommandContext(ctx, flyctl, "status")
+	cmd.Env = e.Vars
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("flyctl status with 3,000 idle connections: %v\n%s\nflyd:\n%s", err, out, fl.Stderr)
+	}
+	t.Logf("flyctl status took %v with 3,000 idle connections; flyd held %d descriptors", time.Since(start), peak)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	cs := viaShim(e)(t, "agent", root, nil)
+	if uris, _ := listAll(t, cs); !slices.Contains(uris, "workspace:///lib/main.dart") {
+		t.Fatalf("a shim session's resources/list = %v", uris)
+	}
+	if strings.Contains(fl.Stderr.String(), "too many open files") {
+		t.Fatalf("flyd ran out of descriptors:\n%s", fl.Stderr)
+	}
+	flytest.Eventually(t, "idle connections closed", func() bool { return fds() < 200 })
+	t.Logf("after the idle timeout flyd holds %d descriptors", fds())
+}

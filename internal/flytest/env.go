@@ -18,6 +18,9 @@ type Env struct {
 	Dir   string      // the temp dir holding everything, removed at Cleanup
 	Paths paths.Paths // under Dir
 	Vars  []string    // os.Environ with FLY_SOCKET and FLY_STATE_DIR set to Paths
+	// MaxFiles, if set, is the descriptor limit (soft and hard) flyd is
+	// started with, as a service manager may set a low one.
+	MaxFiles int
 }
 
 // NewEnv returns an isolated environment in a short temp dir (socket

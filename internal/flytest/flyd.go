@@ -41,6 +41,10 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 		base = append(base, "--listen", "127.0.0.1:0")
 	}
 	p.Cmd = exec.Command(flyd, append(base, args...)...)
+	if e.MaxFiles > 0 {
+		// The shell sets the limit and becomes flyd: the pid is flyd's.
+		p.Cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, e.MaxFiles), flyd}, append(base, args...)...)...)
+	}
 	p.Cmd.Env = e.Vars
 	p.Cmd.Stderr = p.Stderr
 	if err := p.Cmd.Start(); err != nil {
