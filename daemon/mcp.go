@@ -142,15 +142,15 @@ func (s *Server) logRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		switch p := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
 			level = slog.LevelInfo
-			attrs = append(attrs, slog.String(logTool, p.Name))
+			attrs = append(attrs, slog.String(logTool, boundText(p.Name, maxLogValue)))
 		case *mcp.ReadResourceParams:
-			attrs = append(attrs, slog.String(logAttrURI, p.URI))
+			attrs = append(attrs, slog.String(logAttrURI, boundText(p.URI, maxLogValue)))
 		case *mcp.SubscribeParams:
-			attrs = append(attrs, slog.String(logAttrURI, p.URI))
+			attrs = append(attrs, slog.String(logAttrURI, boundText(p.URI, maxLogValue)))
 		}
 		attrs = append(attrs, slog.Float64(logElapsed, float64(time.Since(start).Microseconds())/1000))
 		if err != nil {
-			attrs = append(attrs, slog.String(logErr, err.Error()))
+			attrs = append(attrs, slog.String(logErr, boundText(err.Error(), 4*maxLogValue)))
 		}
 		s.log.LogAttrs(ctx, level, "request", attrs...)
 		return res, err
@@ -169,6 +169,9 @@ func sessionID(req mcp.Request) string {
 // their precise refusal before the SDK's template lookup.
 func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.InitializeParams); ok && method == "initialize" {
+			boundInitialize(p)
+		}
 		if needsWorkspace(method) {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 				if sess, err := s.sessionOf(ss); err == nil {
@@ -540,7 +543,9 @@ func (s *Server) workspaceChanged(w *workspace, c index.Change) {
 }
 
 func (s *Server) notify(sess *session, method string, params any) {
+	// A notification fails only on a session that is closing, which its
+	// connection logs once.
 	if err := sess.conn.notify(method, params); err != nil {
-		s.log.Warn("notification not delivered", logSession, sess.id, logMethod, method, logErr, err)
+		s.log.Debug("notification not delivered", logSession, sess.id, logMethod, method, logErr, err)
 	}
 }

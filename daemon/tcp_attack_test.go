@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -168,4 +169,70 @@ func TestIdleConnectionsSpareTheSocket(t *testing.T) {
 	}
 	flytest.Eventually(t, "idle connections closed", func() bool { return fds() < 200 })
 	t.Logf("after the idle timeout flyd holds %d descriptors", fds())
+}
+
+// TestHugeClientNamesBounded: sessions whose clients name themselves
+// with 4 MB of text (control characters included) leave a small status,
+// a small store and a small log behind.
+func TestHugeClientNamesBounded(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	f := startTCPFlyd(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})
+	logBefore := len(f.flyd.Stderr.String())
+	huge := "\x1b[31magent\n" + strings.Repeat("agent ", 3_900_000/6) // the message's bound is 4 MiB
+	ctx := context.Background()
+	var sessions []*mcp.ClientSession
+	for range 5 {
+		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root),
+			HTTPClient: &http.Client{Transport: bearer{f.token, http.DefaultTransport}},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, cs)
+	}
+	res, err := sessions[0].ReadResource(ctx, &mcp.ReadResourceParams{URI: uriSessionsCurrent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Contents[0].Text); n > 4096 {
+		t.Fatalf("fly://sessions/current is %d bytes", n)
+	}
+	resp, err := f.e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var st Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > 64<<10 || len(st.Sessions) != 5 {
+		t.Fatalf("/v1/status is %d bytes with %d sessions", len(body), len(st.Sessions))
+	}
+	for _, s := range st.Sessions {
+		if len(s.ClientName) > maxClientName || len(s.ClientVersion) > maxClientVersion || strings.ContainsAny(s.ClientName, "\x1b\n") {
+			t.Fatalf("a session's client name is %d bytes (%q…)", len(s.ClientName), s.ClientName[:min(40, len(s.ClientName))])
+		}
+	}
+	for _, cs := range sessions {
+		cs.Close()
+	}
+	flytest.Eventually(t, "sessions ended", func() bool {
+		st, err := getStatus(f.e)
+		return err == nil && len(st.Sessions) == 0
+	})
+	st2, err := getStatus(f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := len(f.flyd.Stderr.String()) - logBefore
+	t.Logf("with 5 sessions named with 4 MB each: status %d bytes; after they ended fly.db %d bytes, flyd logged %d bytes", len(body), st2.DBBytes, logged)
+	if st2.DBBytes > 1<<20 || logged > 256<<10 {
+		t.Fatalf("fly.db %d bytes, %d bytes logged", st2.DBBytes, logged)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -14,9 +15,15 @@ import (
 // (big-endian unix nanoseconds) and id, so a cursor walks them in order.
 var bucketSessions = []byte("sessions")
 
-// maxSessions is how many ended sessions the file keeps, across every
-// workspace; PutSession drops the oldest beyond it.
-const maxSessions = 500
+// maxSessions and maxSessionBytes bound the ended sessions the file
+// keeps, across every workspace, by count and by bytes; PutSession drops
+// the oldest beyond either. maxSessionField bounds each string of a
+// record: what a client named itself is the client's to choose.
+const (
+	maxSessions     = 500
+	maxSessionBytes = 512 << 10
+	maxSessionField = 4096
+)
 
 // Session is an ended MCP session, for fly://sessions/recent.
 type Session struct {
@@ -38,6 +45,11 @@ func sessionKey(s Session) []byte {
 
 // PutSession records an ended session and returns once it is on disk.
 func (db *DB) PutSession(s Session) error {
+	for _, f := range []*string{&s.ID, &s.ClientName, &s.ClientVersion, &s.Workspace, &s.Via} {
+		if len(*f) > maxSessionField {
+			*f = strings.ToValidUTF8((*f)[:maxSessionField], "")
+		}
+	}
 	v, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("put session %s: %w", s.ID, err)
@@ -51,12 +63,14 @@ func (db *DB) PutSession(s Session) error {
 			return err
 		}
 		// Stats do not see this transaction's writes: count by cursor.
-		n := 0
+		n, size := 0, 0
 		c := b.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		for k, v := c.First(); k != nil; k, v = c.Next() {
 			n++
+			size += len(k) + len(v)
 		}
-		for k, _ := c.First(); k != nil && n > maxSessions; k, _ = c.First() {
+		for k, v := c.First(); k != nil && (n > maxSessions || size > maxSessionBytes); k, v = c.First() {
+			size -= len(k) + len(v)
 			if err := c.Delete(); err != nil {
 				return err
 			}
@@ -95,7 +109,7 @@ func (db *DB) Sessions(workspace string, n int) ([]Session, error) {
 	for _, v := range vals {
 		var s Session
 		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
+			continue // a damaged record: the others are still worth showing
 		}
 		if workspace == "" || s.Workspace == workspace {
 			out = append(out, s)

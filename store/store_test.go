@@ -443,3 +443,34 @@ func TestCache(t *testing.T) {
 		t.Fatal("an oversized value was stored")
 	}
 }
+
+// TestSessionsBoundedByBytes: ended sessions whose clients gave huge
+// names keep the file small: each string is cut, and the oldest go once
+// the bucket passes its byte bound.
+func TestSessionsBoundedByBytes(t *testing.T) {
+	db := mustOpen(t)
+	huge := strings.Repeat("n", 1<<20)
+	now := time.Now()
+	for i := range 300 {
+		if err := db.PutSession(Session{ID: fmt.Sprint(i), ClientName: huge, Workspace: "/w", Since: now, Ended: now.Add(time.Duration(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := db.Sessions("/w", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range got {
+		if len(s.ClientName) > maxSessionField {
+			t.Fatalf("a stored client name is %d bytes", len(s.ClientName))
+		}
+		total += len(s.ClientName)
+	}
+	if total > maxSessionBytes || len(got) == 0 || got[0].ID != "299" {
+		t.Fatalf("%d sessions kept, %d bytes of names, newest %q", len(got), total, got[0].ID)
+	}
+	if size, err := db.Size(); err != nil || size > 8<<20 {
+		t.Fatalf("fly.db is %d bytes after 300 sessions with 1 MiB names (%v)", size, err)
+	}
+}

@@ -409,6 +409,9 @@ func (e *LimitError) Error() string {
 // ctx only bounds a build or one-shot command (its cancellation kills the
 // group), never a run.
 func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
+	if n := argvBytes(spec.Args); n > maxArgvBytes {
+		return nil, fmt.Errorf("the arguments are %d bytes; at most %d are kept with a run: pass large defines with --dart-define-from-file", n, maxArgvBytes)
+	}
 	flutter, name := spec.Command, spec.Name
 	if flutter == "" {
 		var err error
@@ -535,6 +538,18 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		r.supervise(cmd, stdout, stderr)
 	}()
 	return r, nil
+}
+
+// maxArgvBytes bounds a run's arguments: they are a client's to choose,
+// and every record keeps them, which status and the dashboard show.
+const maxArgvBytes = 64 << 10
+
+func argvBytes(args []string) int {
+	n := 0
+	for _, a := range args {
+		n += len(a) + 1
+	}
+	return n
 }
 
 // runEnv is the environment of a session's child: exactly the client's
