@@ -218,7 +218,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
 		writeUpstreams(tw, st.Upstreams)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeUpstreamErrors(stdout, st.Upstreams)
+	return nil
 }
 
 // humanBytes formats n as a size in KiB, MiB or GiB.

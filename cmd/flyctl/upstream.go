@@ -241,7 +241,24 @@ func upstreamList(ctx context.Context, o upstreamOptions, file string, getenv fu
 		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
 		writeUpstreams(tw, st.Upstreams)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if running {
+		writeUpstreamErrors(stdout, st.Upstreams)
+	}
+	return nil
+}
+
+// writeUpstreamErrors says, under the table, why each upstream that is
+// not running is not, with the stderr lines flyd quotes.
+func writeUpstreamErrors(w io.Writer, ups []wire.Upstream) {
+	for _, u := range ups {
+		if u.Error == "" || u.State == "running" {
+			continue
+		}
+		fmt.Fprintf(w, "\nupstream %s is %s: %s\n", u.Name, u.State, strings.ReplaceAll(u.Error, "\n", "\n    "))
+	}
 }
 
 // writeUpstreams writes one row per upstream process.

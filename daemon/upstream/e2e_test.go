@@ -515,3 +515,72 @@ func TestUpstreamListChangedAndGlobal(t *testing.T) {
 		t.Fatalf("fake_sprout = %s", got)
 	}
 }
+
+// TestUpstreamSilentDoesNotDelayLists: an upstream that never answers
+// initialize, beside one that answers late, costs a session's tools/list
+// no more than a short bound: flyd's own tools come at once, the late
+// upstream's tools arrive with list_changed, and the silent one shows as
+// failing in the status, with its stderr.
+func TestUpstreamSilentDoesNotDelayLists(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	e := flytest.NewEnv(t)
+	dir := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "gate")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{
+		"silent": map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo waking up, slowly >&2; exec sleep 100000"}},
+		"fake": map[string]any{"command": exe, "args": []string{"-test.run=^$"},
+			"env": map[string]string{"FLY_TEST_HELPER": "upstream", fakeupstream.EnvDir: dir, fakeupstream.EnvGate: gate}},
+	}}
+	b, _ := json.Marshal(cfg)
+	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Paths.Upstreams(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flytest.StartFlyd(t, e)
+	u := &upEnv{e: e, dir: dir}
+	c := u.connect(t, "c", newWorkspace(t))
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang detector
+	defer cancel()
+	tools, err := c.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list with a silent upstream: %v", err)
+	}
+	t.Logf("tools/list answered in %v with a silent upstream and a late one", time.Since(start))
+	if !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "flutter_run" }) {
+		t.Fatal("tools/list lacks flyd's own tools")
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "list_changed when the late upstream arrives", c.tools)
+	tools, err = c.cs.ListTools(ctx, nil)
+	if err != nil || !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "fake_echo" }) {
+		t.Fatalf("tools/list after the late upstream arrived: %v", err)
+	}
+	eventually(t, "the silent upstream shows as failing, with its stderr", func() bool {
+		st, err := getStatus(e)
+		if err != nil {
+			return false
+		}
+		for _, up := range st.Upstreams {
+			if up.Name == "silent" && up.State == "failing" && strings.Contains(up.Error, "waking up, slowly") && up.PID > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	_, flyctl := flytest.Binaries(t)
+	cmd := exec.Command(flyctl, "status")
+	cmd.Env = e.Vars
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "upstream silent is failing: no answer to initialize") || !strings.Contains(string(out), "waking up, slowly") {
+		t.Fatalf("flyctl status: %v\n%s", err, out)
+	}
+}

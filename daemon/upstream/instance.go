@@ -28,7 +28,12 @@ const (
 	stateStarting   = "starting"
 	stateRunning    = "running"
 	stateRestarting = "restarting"
+	stateFailing    = "failing" // started, but initialize has not answered for initSlow
 )
+
+// initSlow is how long an upstream may take to answer initialize before
+// its status says it is failing.
+const initSlow = 10 * time.Second
 
 // maxUpstreamLine bounds one message from an upstream.
 const maxUpstreamLine = 32 << 20
@@ -54,6 +59,8 @@ type instance struct {
 	cs       *mcp.ClientSession // nil while down
 	client   *mcp.Client
 	proc     Process
+	starting Process       // the process of the current attempt, until it initialized
+	attempt  time.Time     // when the current attempt started
 	up       chan struct{} // closed while cs is connected
 	ended    chan struct{} // closed when the current attempt ends
 	state    string
@@ -241,10 +248,21 @@ func (in *instance) runOnce() error {
 		close(end)
 		return err
 	}
+	in.mu.Lock()
+	in.attempt = time.Now()
+	in.mu.Unlock()
 	proc, err := in.m.cfg.Start(in.ctx, in.srv, in.root, in.env)
 	if err != nil {
 		return fail(fmt.Errorf("start upstream %s: %w", in.srv.Name, err))
 	}
+	in.mu.Lock()
+	in.starting = proc
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		in.starting = nil
+		in.mu.Unlock()
+	}()
 	stdin, stdout := proc.Stdio()
 	client := mcp.NewClient(&mcp.Implementation{Name: "flyd", Title: "fly (shared for " + in.srv.Name + ")", Version: "1"}, in.clientOptions())
 	in.mu.Lock()
@@ -276,6 +294,7 @@ func (in *instance) runOnce() error {
 	in.mu.Lock()
 	old, had := in.lists, in.listed
 	in.cs, in.client, in.proc = cs, client, proc
+	in.starting = nil
 	in.state = stateRunning
 	if lerr == nil {
 		in.lists, in.listed = l.encoded(), true
@@ -671,17 +690,17 @@ func (in *instance) unsubscribe(ctx context.Context, s Session, uri string) erro
 	})
 }
 
-// snapshot returns the lists, waiting for the upstream when nothing is
-// known yet (no cache): a new session's tools/list is answered from the
-// cache while a stopped upstream starts in the background.
-func (in *instance) snapshot(ctx context.Context) (lists, error) {
+// snapshot returns the lists, waiting up to wait for the upstream when
+// nothing is known yet (no cache): a new session's tools/list is answered
+// from the cache while a stopped upstream starts in the background.
+func (in *instance) snapshot(ctx context.Context, wait time.Duration) (lists, error) {
 	in.mu.Lock()
 	l, listed := in.lists, in.listed
 	in.mu.Unlock()
 	if listed {
 		return l, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, in.srv.Timeout())
+	ctx, cancel := context.WithTimeout(ctx, min(wait, in.srv.Timeout()))
 	defer cancel()
 	if _, _, err := in.session(ctx); err != nil {
 		return lists{}, err
@@ -700,6 +719,15 @@ func (in *instance) status() Status {
 	}
 	if in.state != stateRunning {
 		st.Error = in.lastErr
+		if p := in.starting; p != nil && time.Since(in.attempt) > initSlow {
+			st.State = stateFailing
+			st.PID = p.PID()
+			st.LogURI = "logs://upstream/" + p.ID()
+			st.Error = fmt.Sprintf("no answer to initialize after %s (flyd gives up at %s and restarts it)", time.Since(in.attempt).Round(time.Second), in.srv.Timeout())
+			if tail := p.Tail(5); len(tail) > 0 {
+				st.Error += "; the last lines of its log:\n" + strings.Join(tail, "\n")
+			}
+		}
 	}
 	if in.proc != nil && in.cs != nil {
 		st.PID = in.proc.PID()

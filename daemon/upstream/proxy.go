@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/fly-dev/fly/internal/mcpconfig"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,21 +80,41 @@ func (m *Manager) Tools(ctx context.Context, s Session) []*mcp.Tool {
 }
 
 // eachLists calls fn with the lists of every upstream s shares, in
-// config order. One that cannot answer is logged and left out.
+// config order. They are asked together, and none for longer than
+// listWait: one that cannot answer by then (still starting, with nothing
+// cached) is logged and left out, and its lists are announced with
+// list_changed when they arrive.
 func (m *Manager) eachLists(ctx context.Context, s Session, what string, fn func(mcpconfig.Server, lists)) {
-	for _, srv := range m.Servers() {
+	servers := m.Servers()
+	type answer struct {
+		l   lists
+		err error
+	}
+	answers := make([]answer, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
 		in, err := m.instance(srv, s)
 		if err != nil {
+			answers[i].err = err
 			continue
 		}
-		l, err := in.snapshot(ctx)
-		if err != nil {
+		wg.Go(func() { // owned by eachLists: waited for below, bounded by listWait
+			answers[i].l, answers[i].err = in.snapshot(ctx, listWait)
+		})
+	}
+	wg.Wait()
+	for i, srv := range servers {
+		if err := answers[i].err; err != nil {
 			m.log.Warn("upstream "+what+" left out", "upstream", srv.Name, "error", err)
 			continue
 		}
-		fn(srv, l)
+		fn(srv, answers[i].l)
 	}
 }
+
+// listWait is how long a list call waits for an upstream that has no
+// lists yet: list calls answer from what is known, soon.
+const listWait = 2 * time.Second
 
 // CallTool calls an upstream tool for s; handled is false when name
 // belongs to no upstream. Progress goes back to s alone; cancelling ctx
@@ -102,7 +124,7 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	l, err := in.snapshot(ctx)
+	l, err := in.snapshot(ctx, in.srv.Timeout()) // a call waits for its upstream
 	if err != nil {
 		return nil, true, err
 	}
@@ -160,7 +182,7 @@ func (m *Manager) promptOwner(ctx context.Context, s Session, name string) (*ins
 	if !ok || err != nil {
 		return nil, "", err
 	}
-	l, err := in.snapshot(ctx)
+	l, err := in.snapshot(ctx, in.srv.Timeout())
 	if err != nil {
 		return nil, "", err
 	}
@@ -334,7 +356,7 @@ func (m *Manager) route(ctx context.Context, s Session, uri string) (*instance, 
 			if err != nil {
 				return nil, err
 			}
-			l, err := in.snapshot(ctx)
+			l, err := in.snapshot(ctx, listWait)
 			if err != nil {
 				continue
 			}
@@ -413,7 +435,7 @@ func (m *Manager) Complete(ctx context.Context, s Session, p *mcp.CompleteParams
 			if err != nil {
 				return nil, true, err
 			}
-			l, _ := c.snapshot(ctx)
+			l, _ := c.snapshot(ctx, listWait)
 			for _, t := range l.Templates {
 				if t.URITemplate == ref.URI {
 					in = c
