@@ -46,10 +46,11 @@ type LogMeta struct {
 // op is one item of the writer's queue: a log entry, a run record (rec
 // non-nil: its JSON), or, when done is non-nil, a Flush barrier.
 type op struct {
-	run  string
-	e    Entry
-	rec  []byte
-	done chan error
+	run   string
+	e     Entry
+	rec   []byte
+	ended bool // rec is a finished run's: its commit prunes (see Prune)
+	done  chan error
 }
 
 // Append queues e for the run's log. It returns at once while the queue
@@ -83,7 +84,7 @@ func (db *DB) QueueRun(r Record) error {
 	if err != nil {
 		return fmt.Errorf("queue run %s: %w", r.ID, err)
 	}
-	return db.enqueue(op{run: r.ID, rec: v})
+	return db.enqueue(op{run: r.ID, rec: v, ended: !r.State.Live()})
 }
 
 // enqueue puts o on the writer's queue, waiting for room if need be.
@@ -319,7 +320,17 @@ func (db *DB) commit(b *batch) {
 			db.beforeCommit()
 		}
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			return writeLogs(tx, b.ops, drops, db.opts.MaxLogEntries, uint64(db.opts.MaxLogBytes))
+			if err := writeLogs(tx, b.ops, drops, db.opts.MaxLogEntries, uint64(db.opts.MaxLogBytes)); err != nil {
+				return err
+			}
+			// A run that ended may push the oldest out: prune as records
+			// are added, not only when the file opens.
+			if slices.ContainsFunc(b.ops, func(o op) bool { return o.ended }) {
+				if _, err := db.prune(tx, time.Now()); err != nil {
+					db.log.Warn("prune runs", logErr, err)
+				}
+			}
+			return nil
 		})
 		db.commits.Add(1)
 		lost := 0

@@ -213,57 +213,80 @@ func (db *DB) MarkInterrupted() ([]Record, error) {
 
 // Prune deletes finished runs, with their logs, beyond the newest
 // Options.KeepRuns finished ones or that ended more than Options.MaxAge
-// before now, and logs whose run has no record. Live runs are kept. It
-// returns how many runs it deleted. Open calls it; the daemon calls it
-// from time to time.
+// before now, and logs whose run has no record. Upstream servers' records
+// are counted apart, at most keepUpstreams of them, so that an upstream
+// that restarts often never pushes the user's runs and builds out. Live
+// runs are kept. It returns how many runs it deleted. Open calls it, and
+// so does every commit that records a run's end.
 func (db *DB) Prune(now time.Time) (int, error) {
 	var n int
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		runs, logs := tx.Bucket(bucketRuns), tx.Bucket(bucketLogs)
-		var doomed [][]byte
-		finished := 0
-		c := runs.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode run %s: %w", k, err)
-			}
-			if r.State.Live() {
-				continue
-			}
-			end := r.EndedAt
-			if end.IsZero() {
-				end = r.StartedAt
-			}
-			tooOld := db.opts.MaxAge >= 0 && !end.IsZero() && now.Sub(end) > db.opts.MaxAge
-			if !tooOld {
-				finished++
-			}
-			if tooOld || db.opts.KeepRuns >= 0 && finished > db.opts.KeepRuns {
-				doomed = append(doomed, bytes.Clone(k))
-			}
-		}
-		c = logs.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if v == nil && runs.Get(k) == nil { // a log bucket without a record
-				doomed = append(doomed, bytes.Clone(k))
-			}
-		}
-		for _, id := range doomed {
-			if runs.Get(id) != nil {
-				if err := runs.Delete(id); err != nil {
-					return fmt.Errorf("delete run %s: %w", id, err)
-				}
-				n++
-			}
-			if err := logs.DeleteBucket(id); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
-				return fmt.Errorf("delete log of run %s: %w", id, err)
-			}
-		}
-		return nil
+		var err error
+		n, err = db.prune(tx, now)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)
+	}
+	return n, nil
+}
+
+// keepUpstreams is how many finished upstream records Prune keeps (fewer
+// when Options.KeepRuns is smaller): each is one process's stderr, and a
+// crash-looping upstream makes one every few seconds.
+const keepUpstreams = 20
+
+func (db *DB) prune(tx *bolt.Tx, now time.Time) (int, error) {
+	n := 0
+	runs, logs := tx.Bucket(bucketRuns), tx.Bucket(bucketLogs)
+	var doomed [][]byte
+	finished, upstreams := 0, 0
+	keepUp := keepUpstreams
+	if db.opts.KeepRuns >= 0 {
+		keepUp = min(keepUp, db.opts.KeepRuns)
+	}
+	c := runs.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		var r Record
+		if err := json.Unmarshal(v, &r); err != nil {
+			doomed = append(doomed, bytes.Clone(k)) // a damaged record: nothing can show it
+			continue
+		}
+		if r.State.Live() {
+			continue
+		}
+		end := r.EndedAt
+		if end.IsZero() {
+			end = r.StartedAt
+		}
+		tooOld := db.opts.MaxAge >= 0 && !end.IsZero() && now.Sub(end) > db.opts.MaxAge
+		count, keep := &finished, db.opts.KeepRuns
+		if r.Kind == KindUpstream {
+			count, keep = &upstreams, keepUp
+		}
+		if !tooOld {
+			*count++
+		}
+		if tooOld || keep >= 0 && *count > keep {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+	}
+	c = logs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil && runs.Get(k) == nil { // a log bucket without a record
+			doomed = append(doomed, bytes.Clone(k))
+		}
+	}
+	for _, id := range doomed {
+		if runs.Get(id) != nil {
+			if err := runs.Delete(id); err != nil {
+				return n, fmt.Errorf("delete run %s: %w", id, err)
+			}
+			n++
+		}
+		if err := logs.DeleteBucket(id); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+			return n, fmt.Errorf("delete log of run %s: %w", id, err)
+		}
 	}
 	return n, nil
 }

@@ -474,3 +474,49 @@ func TestSessionsBoundedByBytes(t *testing.T) {
 		t.Fatalf("fly.db is %d bytes after 300 sessions with 1 MiB names (%v)", size, err)
 	}
 }
+
+// TestPruneAsRunsEnd: while the file is open, each finished run that is
+// queued prunes the oldest beyond the bound, and upstream records are
+// counted apart: a crash-looping upstream never pushes the user's runs
+// out, and its own records stay bounded.
+func TestPruneAsRunsEnd(t *testing.T) {
+	db := mustOpenAt(t, filepath.Join(t.TempDir(), "fly.db"), Options{KeepRuns: 10})
+	now := time.Now()
+	put := func(kind Kind) {
+		t.Helper()
+		code := 1
+		r := Record{ID: NewRunID(), Kind: kind, Root: "/w", State: StateFailed, StartedAt: now, EndedAt: now, ExitCode: &code}
+		if err := db.QueueRun(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Append(r.ID, Entry{Text: "a line"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		put(KindRun)
+	}
+	for range 200 { // an upstream that crashes again and again
+		put(KindUpstream)
+	}
+	recs, err := db.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[Kind]int{}
+	for _, r := range recs {
+		count[r.Kind]++
+	}
+	if count[KindRun] != 10 || count[KindUpstream] != 10 {
+		t.Fatalf("after 10 runs and 200 upstream restarts the store keeps %v, want 10 runs and 10 upstream records", count)
+	}
+	for range 15 {
+		put(KindBuild)
+	}
+	if recs, _ = db.Runs(); len(recs) != 20 {
+		t.Fatalf("%d records kept, want 20", len(recs))
+	}
+}

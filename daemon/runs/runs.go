@@ -275,13 +275,7 @@ func (e *Engine) load(rec store.Record) (*Run, error) {
 		started: make(chan struct{}), done: make(chan struct{})}
 	close(r.started)
 	close(r.done)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if have := e.runs[rec.ID]; have != nil {
-		return have, nil
-	}
-	e.runs[rec.ID] = r
-	return r, nil
+	return r, nil // not kept: the store is where finished runs live
 }
 
 func fromStore(in []store.Entry) []logring.Entry {
@@ -633,16 +627,25 @@ func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 
 	r.note(fmt.Sprintf("exited: %s, state %s", exitDescription(cmd.ProcessState, err), state))
 	r.persist()
+	onDisk := false
 	if r.eng.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if r.eng.db.Flush(ctx) == nil {
 			r.eng.marks.untrack(r.id) // every line is on disk
+			onDisk = true
 		}
 		cancel()
 	}
 	r.ring.Close()
 	r.closeStarted()
 	close(r.done)
+	if onDisk {
+		// The store has it now (and prunes it in its time): memory holds
+		// live runs only, however many end.
+		r.eng.mu.Lock()
+		delete(r.eng.runs, r.id)
+		r.eng.mu.Unlock()
+	}
 	r.eng.log.Info("run ended", logRun, r.id, "state", state, "exit_code", code)
 }
 

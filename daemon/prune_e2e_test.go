@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+)
+
+// TestCrashLoopingUpstreamKeepsRunsBounded: an upstream that dies at
+// every start, while flyd runs, keeps the runs list within its bound and
+// never pushes the user's runs out of it.
+func TestCrashLoopingUpstreamKeepsRunsBounded(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"crashy": map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo crashing >&2; exit 3"}},
+	}})
+	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Paths.Upstreams(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flytest.StartFlyd(t, e, "--keep-runs", "3")
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})
+	cs := viaShim(e)(t, "agent", root, nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil { // starts the upstream
+		t.Fatal(err)
+	}
+	for range 4 {
+		if res := callTool(t, cs, "flutter_devices", nil, nil); res.IsError {
+			t.Fatalf("flutter_devices: %s", toolText(res))
+		}
+	}
+	flytest.Eventually(t, "the upstream restarted 4 times", func() bool {
+		st, err := getStatus(e)
+		return err == nil && len(st.Upstreams) == 1 && st.Upstreams[0].Restarts >= 4
+	})
+	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Runs []wire.Run `json:"runs"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, r := range list.Runs {
+		if !r.Live() {
+			kinds[r.Kind]++
+		}
+	}
+	if kinds["tool"] != 3 || kinds["upstream"] > 3 {
+		t.Fatalf("finished records with --keep-runs 3 after 4 commands and 4 upstream restarts: %v; want the 3 newest commands and at most 3 upstream records", kinds)
+	}
+}
