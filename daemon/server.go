@@ -55,6 +55,9 @@ type Config struct {
 	KeepRuns        int           // finished runs kept in the store (default 100)
 	MaxRunAge       time.Duration // finished runs older than this are deleted (default 7 days)
 	Upstreams       string        // the upstreams file; default Paths.Upstreams(), "-" for none
+	// Subreaper makes flyd adopt what its runs orphan (Linux; see
+	// runs.Config.Subreaper). Only for a process that is flyd itself.
+	Subreaper bool
 	// HTTPSessionIdle is how long a Streamable HTTP session may have no
 	// request in flight before it is closed (default 30m).
 	HTTPSessionIdle time.Duration
@@ -165,7 +168,7 @@ func New(cfg Config) *Server {
 		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}, changes: newChanges()}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
-	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes},
+	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper},
 		cfg.Log, s.runChanged)
 	s.mcp = s.newMCPServer()
 	return s

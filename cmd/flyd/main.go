@@ -164,6 +164,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		MaxRunAge:       *maxRunAge,
 		Upstreams:       *upstreams,
 		Listen:          *listen,
+		Subreaper:       true, // flyd is the process: its runs' orphans come back to it
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)

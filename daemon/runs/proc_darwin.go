@@ -1,6 +1,10 @@
 package runs
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
 
 // processStart identifies when process pid started (its kinfo_proc start
 // time in microseconds), so that a pid recorded before a crash is only
@@ -19,4 +23,22 @@ func processStart(pid int) uint64 {
 func groupAlive(pgid int) bool {
 	procs, err := unix.SysctlKinfoProcSlice("kern.proc.pgrp", pgid)
 	return err == nil && len(procs) > 0
+}
+
+// setSubreaper: macOS has no subreapers.
+func setSubreaper() error { return errNoSubreaper }
+
+var errNoSubreaper = errors.New("macOS has no child subreaper")
+
+// childProcesses: without a subreaper there are no adopted children.
+func childProcesses(zombies bool) []int { return nil }
+
+// markedProcesses: macOS does not let a process read another's
+// environment cheaply; only the process group is stopped there.
+func markedProcesses(id string) []int { return nil }
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	return err == nil && kp.Proc.P_pid == int32(pid) && kp.Proc.P_stat == 5 // SZOMB
 }

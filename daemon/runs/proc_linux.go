@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // processStart identifies when process pid started (field 22 of
@@ -59,4 +61,77 @@ func groupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// setSubreaper makes this process the child subreaper of its descendants.
+func setSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// childProcesses lists this process's children: the zombies only, or
+// the living only.
+func childProcesses(zombies bool) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := []byte(strconv.Itoa(os.Getpid()))
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := bytes.Fields(b[i+1:])
+		if len(fields) > 1 && bytes.Equal(fields[1], self) && (string(fields[0]) == "Z") == zombies {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// markedProcesses lists the processes whose environment marks them as
+// run id's. Only the user's own processes' environments are readable.
+func markedProcesses(id string) []int {
+	if id == "" {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	mark := []byte(EnvMarker + "=" + id + "\x00")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if bytes.HasPrefix(b, mark) || bytes.Contains(b, append([]byte{0}, mark...)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && len(b) > i+2 && b[i+2] == 'Z'
 }

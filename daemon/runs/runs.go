@@ -74,6 +74,11 @@ type Config struct {
 	StopGrace   time.Duration // wait after app.stop and after SIGTERM (default 5s)
 	RingEntries int           // log ring bound per run, entries (default 1000)
 	RingBytes   int           // log ring bound per run, bytes of text (default 100 KiB)
+	// Subreaper makes the engine adopt the descendants its runs orphan
+	// (Linux), reap them, and kill what is left of them at Close. For a
+	// daemon: it changes the whole process, and reaps every child that
+	// is not a run's leader.
+	Subreaper bool
 }
 
 const logErr = "error"
@@ -91,8 +96,12 @@ type Engine struct {
 	// new entries through the ring itself.
 	changed func(r *Run)
 
+	spawn     sync.RWMutex // Start holds it to read from a child's start to its registration; the reaper to write
+	stopAdopt context.CancelFunc
+	adoptDone chan struct{}
+
 	mu       sync.Mutex
-	runs     map[string]*Run // in memory: started since flyd started, or loaded from the store
+	runs     map[string]*Run // in memory: live, and finished ones not yet on disk
 	reserved map[string]int  // runs being started, by root and kind: they count against Spec.Max
 	closed   bool
 	wg       sync.WaitGroup // process, reader and notifier goroutines
@@ -116,6 +125,7 @@ type Run struct {
 	stopping  bool
 	cancelled string               // why the call that owned a build ended it; "" if it did not
 	progress  func(message string) // reports a waiting tool call's progress; nil when nobody waits
+	outputs   []io.Closer          // the read ends of its stdout and stderr
 
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
@@ -131,6 +141,14 @@ func New(cfg Config, log *slog.Logger, changed func(*Run)) *Engine {
 // the same processes; they are never relaunched.
 func (e *Engine) Open(db *store.DB, marksPath string) error {
 	e.db = db
+	if e.cfg.Subreaper {
+		ctx, cancel := context.WithCancel(context.Background())
+		e.stopAdopt, e.adoptDone = cancel, make(chan struct{})
+		go func() { // owned by the engine: Close stops it and waits
+			defer close(e.adoptDone)
+			e.adopt(ctx)
+		}()
+	}
 	var published map[string]uint64
 	if marksPath != "" {
 		m, left, err := openSeqMarks(marksPath)
@@ -148,7 +166,7 @@ func (e *Engine) Open(db *store.DB, marksPath string) error {
 		note := "flyd restarted while this run was live: marked interrupted (never relaunched)"
 		if orphanedGroup(r) {
 			e.log.Warn("killing the process group of an interrupted run", logRun, r.ID, logPID, r.PID)
-			_ = killGroup(r.PID, syscall.SIGKILL)
+			_ = killTree(r.PID, r.ID, syscall.SIGKILL)
 			note += fmt.Sprintf("; its process group %d was still alive and was killed", r.PID)
 		}
 		// Entries published in the last commit window before the crash may
@@ -209,6 +227,12 @@ func (e *Engine) Close() {
 	}
 	wg.Wait()
 	e.wg.Wait()
+	if e.stopAdopt != nil {
+		e.killOrphans()
+		e.stopAdopt()
+		<-e.adoptDone
+		e.reapOrphans()
+	}
 	e.marks.close()
 }
 
@@ -465,11 +489,11 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 			r.mu.Lock()
 			r.cancelled = why
 			r.mu.Unlock()
-			return killGroup(cmd.Process.Pid, syscall.SIGKILL)
+			return killTree(cmd.Process.Pid, id, syscall.SIGKILL)
 		}
 	}
 	cmd.Dir = spec.Root
-	cmd.Env = runEnv(spec.Env)
+	cmd.Env = append(runEnv(spec.Env), EnvMarker+"="+id)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	stdout, err := cmd.StdoutPipe()
@@ -494,9 +518,11 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 			return nil, err
 		}
 	}
+	r.outputs = []io.Closer{stdout, stderr.(io.Closer)}
 	if spec.Kind == store.KindUpstream {
 		r.stdout, stdout = stdout, nil
 	}
+	e.spawn.RLock() // until the child is a run: the reaper must not wait for it
 	err = cmd.Start()
 	if stderrW != nil {
 		stderrW.Close() // the child has its copy
@@ -505,6 +531,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		}
 	}
 	if err != nil {
+		e.spawn.RUnlock()
 		return nil, fmt.Errorf("start %s: %w", flutter, err)
 	}
 	pid := cmd.Process.Pid
@@ -515,6 +542,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	e.reserved[key]--
 	inserted = true
 	e.mu.Unlock()
+	e.spawn.RUnlock()
 	r.note(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), pid, spec.Root))
 	// On disk before Start returns, on the caller's goroutine: if flyd
 	// dies, the next one must find the run to kill its process group.
@@ -561,7 +589,7 @@ func runEnv(env map[string]string) []string {
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
-		if k == flypaths.EnvSocket || k == flypaths.EnvStateDir || k == flypaths.EnvConfigDir {
+		if k == flypaths.EnvSocket || k == flypaths.EnvStateDir || k == flypaths.EnvConfigDir || k == EnvMarker {
 			continue // flyd's own; a child that runs flyctl finds flyd by the defaults
 		}
 		out = append(out, k+"="+v)
@@ -583,7 +611,7 @@ func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 		// An upstream ends with its leader: what it started (an analysis
 		// server) goes with it, and only then is its stderr complete.
 		err = cmd.Wait()
-		_ = killGroup(cmd.Process.Pid, syscall.SIGKILL)
+		_ = killTree(cmd.Process.Pid, r.id, syscall.SIGKILL)
 		readers.Wait()
 		stderr.(io.Closer).Close()
 	} else {
@@ -937,21 +965,47 @@ func (r *Run) stop(ctx context.Context) error {
 		_, _ = r.request(rctx, "app.stop", machineAppIDParams{AppID: appID})
 		cancel()
 		if r.wait(ctx, grace) {
-			_ = killGroup(pid, syscall.SIGKILL) // leftovers of the group
+			_ = killTree(pid, r.id, syscall.SIGKILL) // leftovers of the group, and what left it
 			return nil
 		}
 	}
-	_ = killGroup(pid, syscall.SIGTERM)
+	_ = killTree(pid, r.id, syscall.SIGTERM)
 	if !r.wait(ctx, grace) {
-		r.note("still running after SIGTERM: killing the process group")
-		_ = killGroup(pid, syscall.SIGKILL)
+		if processAlive(pid) {
+			r.note("still running after SIGTERM: killing the process group")
+			_ = killTree(pid, r.id, syscall.SIGKILL)
+			r.wait(ctx, grace)
+		}
+		if r.live() && !processAlive(pid) {
+			// The leader is gone, but a process that left the run (and
+			// its mark) holds its output open: stop reading it.
+			r.note("its output is held open by a process that left the run: closing it")
+			r.closeOutputs()
+		}
 		r.wait(ctx, 30*time.Second)
 	}
-	_ = killGroup(pid, syscall.SIGKILL)
+	_ = killTree(pid, r.id, syscall.SIGKILL)
 	if r.live() {
 		return fmt.Errorf("run %s did not exit after SIGKILL", r.id)
 	}
 	return nil
+}
+
+// closeOutputs closes the read ends of the run's output, which ends its
+// readers whoever else holds the write ends.
+func (r *Run) closeOutputs() {
+	r.mu.Lock()
+	outs := r.outputs
+	r.mu.Unlock()
+	for _, c := range outs {
+		_ = c.Close()
+	}
+}
+
+// processAlive reports whether pid is a process that has not exited (a
+// zombie has).
+func processAlive(pid int) bool {
+	return pid > 0 && processStart(pid) != 0 && !zombie(pid)
 }
 
 // wait waits up to d for the process to exit.

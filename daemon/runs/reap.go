@@ -1,0 +1,97 @@
+package runs
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// A process a run starts may leave the run's process group (setsid, a
+// daemonizing helper) and so escape a signal to the group. Two things
+// reach it anyway:
+//   - every child gets EnvMarker=<run id> in its environment, which its
+//     descendants inherit, and stopping a run signals every process of
+//     the user's that carries its marker (Linux: /proc/PID/environ);
+//   - with Config.Subreaper, flyd is the child subreaper of everything
+//     it starts (Linux), so a descendant orphaned by its parent's exit
+//     becomes flyd's child rather than init's: the engine reaps those
+//     (they are not runs) and kills whatever is left of them at Close.
+// macOS has neither /proc nor subreapers: there, a descendant that
+// leaves the process group is not stopped with its run.
+
+// EnvMarker is the variable that names the run a process belongs to.
+const EnvMarker = "FLY_RUN_ID"
+
+// killTree signals the process group led by pid and every process marked
+// as run id's.
+func killTree(pid int, id string, sig syscall.Signal) error {
+	err := killGroup(pid, sig)
+	for _, p := range markedProcesses(id) {
+		_ = syscall.Kill(p, sig)
+	}
+	return err
+}
+
+// adopt makes this process the subreaper of its descendants, and runs the
+// reaper until ctx ends: on every SIGCHLD it waits for the zombie
+// children that are not the leader of a live run (those are their
+// exec.Cmd's to wait for).
+func (e *Engine) adopt(ctx context.Context) {
+	if err := setSubreaper(); err != nil {
+		e.log.Warn("cannot adopt orphaned descendants: a process that leaves its run's group may outlive it", logErr, err)
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGCHLD)
+	defer signal.Stop(sig)
+	for {
+		e.reapOrphans()
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+		}
+	}
+}
+
+// reapOrphans waits for the zombie children that no exec.Cmd waits for.
+// It holds spawn, so no child started by Start is between its start and
+// its registration as a run.
+func (e *Engine) reapOrphans() {
+	e.spawn.Lock()
+	defer e.spawn.Unlock()
+	leaders := e.leaders()
+	for _, pid := range childProcesses(true) {
+		if !leaders[pid] {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+// leaders are the pids of the live runs' leaders.
+func (e *Engine) leaders() map[int]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := make(map[int]bool)
+	for _, r := range e.liveLocked() {
+		r.mu.Lock()
+		m[r.rec.PID] = true
+		r.mu.Unlock()
+	}
+	return m
+}
+
+// killOrphans kills the adopted descendants that are still alive: at
+// Close, once every run has stopped, nothing flyd started outlives it.
+func (e *Engine) killOrphans() {
+	e.spawn.Lock()
+	defer e.spawn.Unlock()
+	leaders := e.leaders()
+	for _, pid := range childProcesses(false) {
+		if !leaders[pid] {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
