@@ -31,6 +31,8 @@ func TestSearchStaysInside(t *testing.T) {
 		"app/android/key.properties": needle,
 		"app/lib/data.dart":          "\x00binary " + needle,
 		"app/.ssh/config.json":       needle,
+		"app/lib/bad\xffname.dart":   needle, // not UTF-8: left out everywhere
+		"app/lib/bad\xfedir/x.dart":  needle,
 		"outside/secret.dart":        needle,
 	})
 	mustSymlink(t, filepath.Join(parent, "outside"), filepath.Join(root, "lib", "out"))
@@ -45,6 +47,10 @@ func TestSearchStaysInside(t *testing.T) {
 	want := []string{"workspace:///lib/data.dart", "workspace:///lib/main.dart", "workspace:///lib/src/util.dart"}
 	if !slices.Equal(found.URIs, want) || found.Total != 3 {
 		t.Errorf("files_find **/*.dart = %v (total %d), want %v", found.URIs, found.Total, want)
+	}
+
+	if uris, _ := listAll(t, cs); slices.ContainsFunc(uris, func(u string) bool { return strings.Contains(u, "bad") }) {
+		t.Errorf("resources/list serves a file whose name is not UTF-8: %v", uris)
 	}
 
 	var grep grepResult

@@ -212,3 +212,81 @@ func TestDeleteClosesStreams(t *testing.T) {
 	}
 	waitSessions(t, s, 0)
 }
+
+// rawPost sends body to /mcp on session id without a version header, as
+// an attacker would, and returns the status.
+func rawPost(t *testing.T, hc *http.Client, u, id, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, id)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestBatchesWhereNegotiated: a session that negotiated 2025-06-18 gets
+// no batch, whatever the request's headers say; one that negotiated
+// 2025-03-26 gets small batches only.
+func TestBatchesWhereNegotiated(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
+	_, sock, _ := runInProcess(t, Config{})
+	hc := unixHTTPClient(sock)
+	defer hc.CloseIdleConnections()
+	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	batch := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	for _, tc := range []struct {
+		version string
+		n, want int
+	}{
+		{"2025-06-18", 5000, http.StatusBadRequest},
+		{"2025-06-18", 2, http.StatusBadRequest},
+		{"2025-03-26", 2, http.StatusOK},
+		{"2025-03-26", 5000, http.StatusRequestEntityTooLarge},
+	} {
+		id, _ := streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+tc.version+`","capabilities":{},"clientInfo":{"name":"batcher","version":"1"}}}`)
+		rawPost(t, hc, u, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		if got := rawPost(t, hc, u, id, batch(tc.n)); got != tc.want {
+			t.Errorf("a batch of %d on a %s session = %d, want %d", tc.n, tc.version, got, tc.want)
+		}
+	}
+}
+
+// TestIdleHTTPSessionsReaped: a session nobody uses is closed after the
+// idle time, without waiting for the table to fill; a full table makes
+// room by closing the longest idle one.
+func TestIdleHTTPSessionsReaped(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
+	s, sock, _ := runInProcess(t, Config{HTTPSessionIdle: 300 * time.Millisecond})
+	hc := unixHTTPClient(sock)
+	defer hc.CloseIdleConnections()
+	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	id, _ := streamablePost(t, hc, u, "", initialize)
+	flytest.Eventually(t, "the idle session reaped", func() bool { return s.http.get(id) == nil })
+
+	s2, sock2, _ := runInProcess(t, Config{})
+	hc2 := unixHTTPClient(sock2)
+	defer hc2.CloseIdleConnections()
+	u2 := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	first, _ := streamablePost(t, hc2, u2, "", initialize)
+	for range maxHTTPSessions - 1 {
+		streamablePost(t, hc2, u2, "", initialize)
+	}
+	if _, _ = streamablePost(t, hc2, u2, "", initialize); s2.http.get(first) != nil {
+		t.Fatal("a full table did not make room by closing the longest idle session")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // Rules decide which workspace files are served. A file is served when its
@@ -95,7 +96,7 @@ func (m ruleMatcher) servedName(parent, name string) bool {
 			}
 		}
 	}
-	return !skipFile(name) && !secretName(parent, name)
+	return !skipFile(name) && !secretName(parent, name) && utf8.ValidString(name)
 }
 
 // served is Rules.served for a compiled ruleMatcher.
@@ -107,7 +108,7 @@ func (m ruleMatcher) served(rel string) bool {
 // servable reports whether the file rel may be served at all: it is
 // neither a secret nor a skipped file.
 func servable(rel string) bool {
-	return !isSecret(rel) && !skipFile(path.Base(rel))
+	return !isSecret(rel) && !skipFile(path.Base(rel)) && utf8.ValidString(rel)
 }
 
 // isSecret reports whether rel names a file that is never served, whatever
@@ -211,6 +212,9 @@ func skipDirElem(parent, elem string) bool {
 	if _, ok := skipDirNames[elem]; ok {
 		return true
 	}
+	if !utf8.ValidString(elem) {
+		return true // no URI names it exactly: see Refusal
+	}
 	if strings.HasPrefix(elem, ".") {
 		_, ok := hiddenDirsServed[elem]
 		return !ok
@@ -250,6 +254,12 @@ func hasUpperASCII(s string) bool {
 
 // Refusal says why rules do not serve rel, or "" when they do.
 func (r Rules) Refusal(rel string) string {
+	if !utf8.ValidString(rel) {
+		// A URI is text: such a name could only be served through an
+		// escape that some clients decode lossily. It is left out of
+		// lists, searches and reads alike.
+		return "its name is not valid UTF-8, and flyd leaves such files out everywhere"
+	}
 	dir := path.Dir(rel)
 	for d := dir; d != "."; d = path.Dir(d) {
 		if skipDir(d) {
