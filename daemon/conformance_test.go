@@ -21,6 +21,7 @@ func conformanceDir(t *testing.T) string { return flytest.ConformanceDir(t) }
 // initialize, every page of resources/list, templates, whole and ranged
 // reads, subscribe with an update, and refused escapes.
 func TestThirdPartyClients(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)
 	flytest.StartFlyd(t, e)

@@ -499,6 +499,7 @@ func TestShimExitsOnEOF(t *testing.T) {
 // TestRecentSessionsSurviveRestart: fly://sessions/recent lists a session
 // that ended before flyd restarted, with what it did.
 func TestRecentSessionsSurviveRestart(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	d := flytest.StartFlyd(t, e)
 	root := t.TempDir()

@@ -34,7 +34,7 @@ exec sleep 100000`
 	if err := os.WriteFile(e.Paths.Upstreams(), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fl := flytest.StartFlyd(t, e)
+	fl := flytest.StartFlyd(t, e, "--stop-grace", "1s")
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})
 	cs := viaShim(e)(t, "agent", root, nil)

@@ -124,6 +124,7 @@ func findRun(runs []RunInfo, id string) (RunInfo, bool) {
 // TestRunSharedBetweenClients: client A starts the app; client B sees the
 // run, follows its log, hot-reloads and stops it; A sees it stopped.
 func TestRunSharedBetweenClients(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=50")
 	flytest.StartFlyd(t, e)
@@ -444,6 +445,7 @@ func TestRestartKillsOrphanedGroup(t *testing.T) {
 // the run interrupted, kills its leftover process group, keeps its log and
 // continues its seq; a second flyd on the same state dir fails fast.
 func TestRestartKeepsRuns(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	// The app prints a few lines, then goes quiet: an app that keeps
 	// printing after flyd dies is killed by SIGPIPE, and this test needs
@@ -595,6 +597,7 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 // logs_read with grep, the live-run limit, and a missing flutter, each as
 // a client sees them.
 func TestOneShotToolsAndLimits(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=100")
 	flytest.StartFlyd(t, e)

@@ -183,7 +183,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 	huge := "\x1b[31magent\n" + strings.Repeat("agent ", 3_900_000/6) // the message's bound is 4 MiB
 	ctx := context.Background()
 	var sessions []*mcp.ClientSession
-	for range 5 {
+	for range 2 {
 		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]}, nil)
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root),
@@ -211,7 +211,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(body) > 64<<10 || len(st.Sessions) != 5 {
+	if len(body) > 64<<10 || len(st.Sessions) != 2 {
 		t.Fatalf("/v1/status is %d bytes with %d sessions", len(body), len(st.Sessions))
 	}
 	for _, s := range st.Sessions {
@@ -231,7 +231,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	logged := len(f.flyd.Stderr.String()) - logBefore
-	t.Logf("with 5 sessions named with 4 MB each: status %d bytes; after they ended fly.db %d bytes, flyd logged %d bytes", len(body), st2.DBBytes, logged)
+	t.Logf("with 2 sessions named with 4 MB each: status %d bytes; after they ended fly.db %d bytes, flyd logged %d bytes", len(body), st2.DBBytes, logged)
 	if st2.DBBytes > 1<<20 || logged > 256<<10 {
 		t.Fatalf("fly.db %d bytes, %d bytes logged", st2.DBBytes, logged)
 	}
