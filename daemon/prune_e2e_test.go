@@ -10,6 +10,21 @@ import (
 	"github.com/fly-dev/fly/internal/wire"
 )
 
+// writeUpstreamsFile writes e's upstreams.json with these servers.
+func writeUpstreamsFile(t *testing.T, e *flytest.Env, servers map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Paths.Upstreams(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCrashLoopingUpstreamKeepsRunsBounded: an upstream that dies at
 // every start, while flyd runs, keeps the runs list within its bound and
 // never pushes the user's runs out of it.
@@ -17,15 +32,9 @@ func TestCrashLoopingUpstreamKeepsRunsBounded(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t)
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	writeUpstreamsFile(t, e, map[string]any{
 		"crashy": map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo crashing >&2; exit 3"}},
-	}})
-	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(e.Paths.Upstreams(), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	flytest.StartFlyd(t, e, "--keep-runs", "2")
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})

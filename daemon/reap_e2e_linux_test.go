@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,15 +24,9 @@ func TestNothingOutlivesFlyd(t *testing.T) {
 ( setsid sh -c 'echo $$ > "$0/orphan"; exec sleep 100000' "$0" & )
 ( env -u FLY_RUN_ID setsid sh -c 'echo $$ > "$0/unmarked"; exec sleep 100000' "$0" & )
 exec sleep 100000`
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	writeUpstreamsFile(t, e, map[string]any{
 		"escaper": map[string]any{"command": "/bin/sh", "args": []string{"-c", script, dir}},
-	}})
-	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(e.Paths.Upstreams(), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	})
 	fl := flytest.StartFlyd(t, e, "--stop-grace", "1s")
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})

@@ -49,16 +49,19 @@ func unixHTTPClient(sock string) *http.Client {
 	}}}
 }
 
-// streamablePost sends one JSON-RPC message to /mcp and returns the
-// session id and the body.
-func streamablePost(t *testing.T, hc *http.Client, u, session, body string) (string, string) {
+// mcpPost sends one JSON-RPC message (or batch) to /mcp on session id
+// ("" for none), with the version header unless version is "", and
+// returns the status, the session id flyd gave and the body.
+func mcpPost(t *testing.T, hc *http.Client, u, id, version, body string) (int, string, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set(headerSessionID, session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if id != "" {
+		req.Header.Set(headerSessionID, id)
+	}
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -66,10 +69,22 @@ func streamablePost(t *testing.T, hc *http.Client, u, session, body string) (str
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("POST %s: %s %s", body, resp.Status, b)
+	return resp.StatusCode, resp.Header.Get(headerSessionID), string(b)
+}
+
+// streamablePost sends one JSON-RPC message to /mcp as a 2025-06-18
+// client would, and returns the session id and the body.
+func streamablePost(t *testing.T, hc *http.Client, u, session, body string) (string, string) {
+	t.Helper()
+	version := ""
+	if session != "" {
+		version = "2025-06-18"
 	}
-	return resp.Header.Get(headerSessionID), string(b)
+	code, id, b := mcpPost(t, hc, u, session, version, body)
+	if code/100 != 2 {
+		t.Fatalf("POST %.200s: %d %s", body, code, b)
+	}
+	return id, b
 }
 
 // TestStuckStreamStallsNobody: a Streamable HTTP client subscribes to
@@ -213,23 +228,6 @@ func TestDeleteClosesStreams(t *testing.T) {
 	waitSessions(t, s, 0)
 }
 
-// rawPost sends body to /mcp on session id without a version header, as
-// an attacker would, and returns the status.
-func rawPost(t *testing.T, hc *http.Client, u, id, body string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerSessionID, id)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // TestBatchesWhereNegotiated: a session that negotiated 2025-06-18 gets
 // no batch, whatever the request's headers say; one that negotiated
 // 2025-03-26 gets small batches only.
@@ -257,8 +255,8 @@ func TestBatchesWhereNegotiated(t *testing.T) {
 		{"2025-03-26", 5000, http.StatusRequestEntityTooLarge},
 	} {
 		id, _ := streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+tc.version+`","capabilities":{},"clientInfo":{"name":"batcher","version":"1"}}}`)
-		rawPost(t, hc, u, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		if got := rawPost(t, hc, u, id, batch(tc.n)); got != tc.want {
+		mcpPost(t, hc, u, id, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		if got, _, _ := mcpPost(t, hc, u, id, "", batch(tc.n)); got != tc.want { // no version header, as an attacker would
 			t.Errorf("a batch of %d on a %s session = %d, want %d", tc.n, tc.version, got, tc.want)
 		}
 	}

@@ -13,17 +13,7 @@ import (
 // before a crash is only signalled if it is still the same process.
 // 0 means unknown.
 func processStart(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces and parentheses: fields
-	// are counted after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	fields := bytes.Fields(b[i+1:])
+	fields := statFields(strconv.Itoa(pid))
 	if len(fields) < 20 {
 		return 0
 	}
@@ -34,33 +24,47 @@ func processStart(pid int) uint64 {
 	return n
 }
 
-// groupAlive reports whether any process is left in the process group
-// pgid (field 5 of /proc/PID/stat). Zombies count: they are gone but for
-// their exit status.
-func groupAlive(pgid int) bool {
+// statFields returns the fields of /proc/PID/stat after the command
+// name (field 3, the state, first), or nil. The command name (field 2)
+// may hold spaces and parentheses: fields are counted after its last ')'.
+func statFields(pid string) [][]byte {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(b[i+1:])
+}
+
+// eachProcess calls fn with every process's pid, as a number and as its
+// /proc name, until fn returns false.
+func eachProcess(fn func(pid int, name string) bool) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return
 	}
-	want := []byte(strconv.Itoa(pgid))
 	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		fields := bytes.Fields(b[i+1:])
-		if len(fields) > 2 && string(fields[0]) != "Z" && bytes.Equal(fields[2], want) {
-			return true
+		if pid, err := strconv.Atoi(e.Name()); err == nil && !fn(pid, e.Name()) {
+			return
 		}
 	}
-	return false
+}
+
+// groupAlive reports whether any process is left in the process group
+// pgid (field 5 of /proc/PID/stat). Zombies do not count: they are gone
+// but for their exit status.
+func groupAlive(pgid int) bool {
+	want := []byte(strconv.Itoa(pgid))
+	alive := false
+	eachProcess(func(_ int, name string) bool {
+		f := statFields(name)
+		alive = len(f) > 2 && string(f[0]) != "Z" && bytes.Equal(f[2], want)
+		return !alive
+	})
+	return alive
 }
 
 // setSubreaper makes this process the child subreaper of its descendants.
@@ -71,30 +75,14 @@ func setSubreaper() error {
 // childProcesses lists this process's children: the zombies only, or
 // the living only.
 func childProcesses(zombies bool) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	self := []byte(strconv.Itoa(os.Getpid()))
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		fields := bytes.Fields(b[i+1:])
-		if len(fields) > 1 && bytes.Equal(fields[1], self) && (string(fields[0]) == "Z") == zombies {
+	eachProcess(func(pid int, name string) bool {
+		if f := statFields(name); len(f) > 1 && bytes.Equal(f[1], self) && (string(f[0]) == "Z") == zombies {
 			out = append(out, pid)
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -104,34 +92,23 @@ func markedProcesses(id string) []int {
 	if id == "" {
 		return nil
 	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	mark := []byte(EnvMarker + "=" + id + "\x00")
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
+	eachProcess(func(pid int, name string) bool {
+		if pid == os.Getpid() {
+			return true
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		if bytes.HasPrefix(b, mark) || bytes.Contains(b, append([]byte{0}, mark...)) {
+		b, err := os.ReadFile("/proc/" + name + "/environ")
+		if err == nil && (bytes.HasPrefix(b, mark) || bytes.Contains(b, append([]byte{0}, mark...))) {
 			out = append(out, pid)
 		}
-	}
+		return true
+	})
 	return out
 }
 
 // zombie reports whether pid has exited and waits to be reaped.
 func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && len(b) > i+2 && b[i+2] == 'Z'
+	f := statFields(strconv.Itoa(pid))
+	return len(f) > 0 && string(f[0]) == "Z"
 }
