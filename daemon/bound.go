@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,33 +49,93 @@ func boundText(s string, n int) string {
 	return b.String()
 }
 
-// boundInitialize bounds, in place, what a client's initialize carries
-// that the SDK keeps for the session's life.
+// boundInitialize bounds, in place, what a decoded initialize carries
+// that the SDK keeps for the session's life (for transports that do not
+// pass through boundInitializeMessage). Kept strings are copies.
 func boundInitialize(p *mcp.InitializeParams) {
 	if p == nil {
 		return
 	}
+	p.ProtocolVersion = strings.Clone(boundText(p.ProtocolVersion, maxClientVersion))
 	if c := p.ClientInfo; c != nil {
-		c.Name = boundText(c.Name, maxClientName)
-		c.Version = boundText(c.Version, maxClientVersion)
-		c.Title = boundText(c.Title, maxClientText)
-		c.Description = boundText(c.Description, maxClientText)
-		c.WebsiteURL = boundText(c.WebsiteURL, maxClientText)
-		c.Icons = nil // never shown
-	}
-	large := func(v any) bool {
-		b, err := json.Marshal(v)
-		return err != nil || len(b) > maxClientExtras
+		p.ClientInfo = boundImplementation(c)
 	}
 	if c := p.Capabilities; c != nil {
-		if large(c.Experimental) {
+		if tooLarge(c.Experimental) {
 			c.Experimental = nil
 		}
-		if large(c.Extensions) {
+		if tooLarge(c.Extensions) {
 			c.Extensions = nil
 		}
 	}
-	if large(p.Meta) {
+	if tooLarge(p.Meta) {
 		p.Meta = nil
 	}
+}
+
+// boundImplementation is a bounded copy of what a client says it is.
+func boundImplementation(c *mcp.Implementation) *mcp.Implementation {
+	return &mcp.Implementation{
+		Name:        strings.Clone(boundText(c.Name, maxClientName)),
+		Version:     strings.Clone(boundText(c.Version, maxClientVersion)),
+		Title:       strings.Clone(boundText(c.Title, maxClientText)),
+		Description: strings.Clone(boundText(c.Description, maxClientText)),
+		WebsiteURL:  strings.Clone(boundText(c.WebsiteURL, maxClientText)),
+		// Icons are never shown.
+	}
+}
+
+// boundInitializeMessage rewrites an initialize request as it enters,
+// before the SDK sees it: the SDK keeps the request for the session's
+// life, and its JSON decoder makes strings that share the request's
+// buffer, so a bound applied after it decoded the message would leave
+// the client's megabytes in memory all the same. The rewrite keeps the
+// params' known members as sent (capabilities byte for byte, but for
+// experimental capabilities and extensions too large to be honest), cuts
+// clientInfo, and drops the rest. Anything else is returned as it is.
+func boundInitializeMessage(msg jsonrpc.Message) jsonrpc.Message {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "initialize" || len(req.Params) == 0 {
+		return msg
+	}
+	var in map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &in) != nil {
+		return msg // the SDK answers with the error
+	}
+	out := map[string]json.RawMessage{}
+	if v, ok := in["protocolVersion"]; ok && len(v) <= maxClientVersion {
+		out["protocolVersion"] = v
+	}
+	if v, ok := in["clientInfo"]; ok {
+		var c mcp.Implementation
+		if json.Unmarshal(v, &c) != nil {
+			return msg
+		}
+		out["clientInfo"], _ = json.Marshal(boundImplementation(&c))
+	}
+	if v, ok := in["capabilities"]; ok {
+		var caps map[string]json.RawMessage
+		if json.Unmarshal(v, &caps) == nil {
+			for _, k := range []string{"experimental", "extensions"} {
+				if len(caps[k]) > maxClientExtras {
+					delete(caps, k)
+				}
+			}
+			v, _ = json.Marshal(caps)
+		}
+		out["capabilities"] = v
+	}
+	if v, ok := in["_meta"]; ok && len(v) <= maxClientExtras {
+		out["_meta"] = v
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return msg
+	}
+	return &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: raw}
+}
+
+func tooLarge(v any) bool {
+	b, err := json.Marshal(v)
+	return err != nil || len(b) > maxClientExtras
 }

@@ -288,3 +288,45 @@ func TestIdleHTTPSessionsReaped(t *testing.T) {
 		t.Fatal("a full table did not make room by closing the longest idle session")
 	}
 }
+
+// TestHugeInitializeNotKept: ten sessions, over Streamable HTTP and
+// over a WebSocket, whose initialize carries a client name of megabytes
+// and as much in a field nobody reads, keep no more than a few MB between them
+// while they are live: what the client sent is bounded where it enters,
+// before the SDK keeps the request.
+func TestHugeInitializeNotKept(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
+	s, sock, _ := runInProcess(t, Config{})
+	hc := unixHTTPClient(sock)
+	defer hc.CloseIdleConnections()
+	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	huge := strings.Repeat("n", 1_900_000)
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	before := heap()
+	for range 5 {
+		streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+huge+`","version":"1"},"unread":"`+huge+`"}}`)
+	}
+	for range 5 {
+		c := rawClientInit(t, sock, root, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+huge+`","version":"1"},"unread":"`+huge+`"}}`)
+		defer c.CloseNow()
+	}
+	waitSessions(t, s, 10)
+	grew := int64(heap()) - int64(before)
+	t.Logf("the heap grew by %d KB with 10 live sessions whose initialize held 3.8 MB each", grew>>10)
+	if grew > 8<<20 {
+		t.Fatalf("the heap grew by %d MB: flyd keeps what clients sent in initialize", grew>>20)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range s.sessions {
+		if name, _ := sess.client(); len(name) > maxClientName {
+			t.Fatalf("a client name of %d bytes is kept", len(name))
+		}
+	}
+}

@@ -163,7 +163,6 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read request: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var first struct {
 		Method string `json:"method"`
 	}
@@ -171,6 +170,13 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Bad Request: no "+headerSessionID+": start a session with an initialize request", http.StatusBadRequest)
 		return
 	}
+	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+		if b, err := jsonrpc.EncodeMessage(boundInitializeMessage(msg)); err == nil {
+			body = b // what the client said of itself, bounded before the SDK keeps it
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	dir := r.URL.Query().Get("workspace")
 	if _, onSocket := peerFrom(r.Context()); dir == "" && onSocket {
 		if d, err := url.QueryUnescape(r.Header.Get(wire.HeaderWorkspace)); err == nil {

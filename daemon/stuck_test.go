@@ -77,6 +77,12 @@ func runInProcess(t *testing.T, cfg Config) (s *Server, sock string, stop func()
 // rawClient opens a WebSocket MCP session on sock and initializes it.
 func rawClient(t *testing.T, sock, workspace string) *websocket.Conn {
 	t.Helper()
+	return rawClientInit(t, sock, workspace, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"stuck","version":"1"}}}`)
+}
+
+// rawClientInit is rawClient with the given initialize request.
+func rawClientInit(t *testing.T, sock, workspace, initialize string) *websocket.Conn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -97,7 +103,7 @@ func rawClient(t *testing.T, sock, workspace string) *websocket.Conn {
 			t.Fatal(err)
 		}
 	}
-	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"stuck","version":"1"}}}`)
+	send(initialize)
 	if _, _, err := c.Read(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (w *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			w.reject(jsonrpc.CodeParseError, "parse error: "+err.Error())
 			continue
 		}
-		return msg, nil
+		return boundInitializeMessage(msg), nil
 	}
 }
 
