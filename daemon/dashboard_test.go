@@ -53,6 +53,7 @@ func freePort(t *testing.T) string {
 // stops it (checked by pid), the API refuses a request without the
 // cookie, and the page reconnects by itself after flyd restarts.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	chromium := chromiumPath(t)
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)

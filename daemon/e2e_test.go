@@ -91,6 +91,7 @@ func TestSharedWorkspaceInProcess(t *testing.T) {
 }
 
 func TestSharedWorkspaceThroughShim(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	flytest.StartFlyd(t, e)
 	sharedScenario(t, viaShim(e), func() *Status {
@@ -105,6 +106,7 @@ func TestSharedWorkspaceThroughShim(t *testing.T) {
 // TestPagingLargeWorkspace pages through thousands of files: every served
 // file exactly once, nothing skipped, secret or outside.
 func TestPagingLargeWorkspace(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	flytest.StartFlyd(t, e, "--page-size", "100")
 	root := t.TempDir()
@@ -156,6 +158,7 @@ func TestPagingLargeWorkspace(t *testing.T) {
 // know of. Each attempt must fail with a clear error and nothing from
 // outside may ever come back.
 func TestEscapesRefused(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	parent := t.TempDir()
 	root := filepath.Join(parent, "app")
 	sibling := filepath.Join(parent, "app-secrets") // shares the root's name as a prefix
@@ -253,6 +256,7 @@ func mustSymlink(t testing.TB, target, link string) {
 
 // TestReadRanges reads whole files and byte ranges through the shim.
 func TestReadRanges(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	root := t.TempDir()
 	big := strings.Repeat("0123456789", 200_000) // 2 MB, over the 1 MiB cap
 	writeTree(t, root, map[string]string{
@@ -535,6 +539,7 @@ func TestRecentSessionsSurviveRestart(t *testing.T) {
 // or a half copy does: the next flyd starts anyway, with a new file, keeps
 // the damaged one aside, and says so in its log and its status.
 func TestDamagedDBSurvived(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	for _, tc := range []struct {
 		name   string
 		damage func(path string) error

@@ -21,6 +21,7 @@ import (
 // build must not read through it; --web-browser-flag, which can run a
 // program, is refused.
 func TestToolPathsStayInside(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0")
 	flytest.StartFlyd(t, e)
@@ -59,6 +60,7 @@ func TestToolPathsStayInside(t *testing.T) {
 // TestSubscribeRefusesWhatReadRefuses subscribes to the URIs that a read
 // refuses: one resolver decides for both.
 func TestSubscribeRefusesWhatReadRefuses(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	parent := t.TempDir()
 	root := filepath.Join(parent, "app")
 	writeTree(t, parent, map[string]string{
@@ -107,6 +109,7 @@ func TestSubscribeRefusesWhatReadRefuses(t *testing.T) {
 // TestHardLinksNotServed: a hard link in the workspace to a file outside
 // it is neither listed nor read.
 func TestHardLinksNotServed(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	parent := t.TempDir()
 	root := filepath.Join(parent, "app")
 	writeTree(t, parent, map[string]string{
@@ -141,6 +144,7 @@ func TestHardLinksNotServed(t *testing.T) {
 // started it (here CHROME_EXECUTABLE, which flyd does not have), not those
 // flyd was started with.
 func TestRunGetsClientEnv(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvPrintEnv+"=CHROME_EXECUTABLE,FLYD_ONLY,FLY_SOCKET")
 	flyEnv := append([]string{}, e.Vars...)
@@ -172,6 +176,7 @@ func TestRunGetsClientEnv(t *testing.T) {
 // sessions of its workspace once at its start and once at its end, and
 // never to sessions of another workspace.
 func TestListChangedPerWorkspace(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0")
 	flytest.StartFlyd(t, e)
@@ -204,6 +209,7 @@ func TestListChangedPerWorkspace(t *testing.T) {
 // it again (git clone over it, a script's rm -rf): the open session sees
 // the new files and reads them, without reconnecting.
 func TestWorkspaceRootRecreated(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	parent := t.TempDir()
 	root := filepath.Join(parent, "app")
 	writeTree(t, root, map[string]string{"lib/old.dart": "old"})
@@ -256,6 +262,7 @@ func TestWorkspaceRootRecreated(t *testing.T) {
 // TestLogsReadDefaultIsSmall: logs_read with only a run id returns the
 // newest lines within about 16 KB, as plain text, and says how to page.
 func TestLogsReadDefaultIsSmall(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"=3000")
 	flytest.StartFlyd(t, e)
@@ -292,6 +299,7 @@ func TestLogsReadDefaultIsSmall(t *testing.T) {
 // The limit used to be checked apart from the start, so concurrent calls
 // could all pass it.
 func TestRunLimitUnderConcurrency(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0")
 	flytest.StartFlyd(t, e)

@@ -187,6 +187,7 @@ func TestRunSharedBetweenClients(t *testing.T) {
 // TestBuildFailure: a failing build reports its exit code, the tail of
 // its log and a readable log, with progress notifications in order.
 func TestBuildFailure(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvBuildFail+"=1")
 	flytest.StartFlyd(t, e)
@@ -243,6 +244,7 @@ func TestBuildFailure(t *testing.T) {
 
 // TestBuildSuccess reports the artifact path of a built apk.
 func TestBuildSuccess(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t)
 	flytest.StartFlyd(t, e)
@@ -281,6 +283,7 @@ func grandchildPID(t testing.TB, cs *mcp.ClientSession, uri string) int {
 // TestStopKillsWholeGroup: an app that ignores app.stop and SIGTERM and
 // has a grandchild leaves no process behind after flutter_stop.
 func TestStopKillsWholeGroup(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvIgnoreSIGTERM+"=1", fakeflutter.EnvGrandchild+"=inherit", fakeflutter.EnvWrongAppID+"=1")
 	flytest.StartFlyd(t, e, "--stop-grace", "500ms")
@@ -314,6 +317,7 @@ func TestStopKillsWholeGroup(t *testing.T) {
 // TestCancelBuildKillsGroup: cancelling a flutter_build call kills its
 // process group, grandchild included.
 func TestCancelBuildKillsGroup(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvStartupMS+"=60000", fakeflutter.EnvGrandchild+"=1", fakeflutter.EnvIgnoreSIGTERM+"=1")
 	flytest.StartFlyd(t, e)

@@ -18,6 +18,7 @@ import (
 // served files; new files are found once the watcher has seen them, and
 // deleted ones disappear; completion offers the index's paths.
 func TestSearchStaysInside(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	parent := t.TempDir()
 	root := filepath.Join(parent, "app")
 	const needle = "NEEDLE"
