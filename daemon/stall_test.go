@@ -183,7 +183,7 @@ func TestStuckStreamStallsNobody(t *testing.T) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("goroutines: %d after the stuck client was closed, %d before it\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // goroutines ending send no event: the interval of looking
 	}
 	t.Logf("shutdown took %v", stop())
 }

@@ -65,6 +65,6 @@ func TestStopReachesWhatLeftTheGroup(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d, which left run %s's group, outlived its stop", escaped, r.ID())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a process's end sends this test no event: the interval of looking
 	}
 }
