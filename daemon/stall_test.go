@@ -49,6 +49,27 @@ func unixHTTPClient(sock string) *http.Client {
 	}}}
 }
 
+// httpFixture is flyd run in this process, a workspace with a
+// pubspec.yaml, an HTTP client on flyd's socket and the workspace's /mcp
+// URL.
+type httpFixture struct {
+	s          *Server
+	sock, root string
+	hc         *http.Client
+	u          string
+}
+
+func newHTTPFixture(t *testing.T, cfg Config) *httpFixture {
+	t.Helper()
+	f := &httpFixture{root: t.TempDir()}
+	writeTree(t, f.root, map[string]string{"pubspec.yaml": "name: a\n"})
+	f.s, f.sock, _ = runInProcess(t, cfg)
+	f.hc = unixHTTPClient(f.sock)
+	t.Cleanup(f.hc.CloseIdleConnections)
+	f.u = "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(f.root)
+	return f
+}
+
 // mcpPost sends one JSON-RPC message (or batch) to /mcp on session id
 // ("" for none), with the version header unless version is "", and
 // returns the status, the session id flyd gave and the body.
@@ -191,12 +212,8 @@ func TestStuckStreamStallsNobody(t *testing.T) {
 // TestDeleteClosesStreams: DELETE of a session whose GET stream is open
 // ends that stream at once.
 func TestDeleteClosesStreams(t *testing.T) {
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
-	s, sock, _ := runInProcess(t, Config{})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	f := newHTTPFixture(t, Config{})
+	s, hc, u := f.s, f.hc, f.u
 	id, _ := streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	streamablePost(t, hc, u, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
@@ -232,12 +249,8 @@ func TestDeleteClosesStreams(t *testing.T) {
 // no batch, whatever the request's headers say; one that negotiated
 // 2025-03-26 gets small batches only.
 func TestBatchesWhereNegotiated(t *testing.T) {
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
-	_, sock, _ := runInProcess(t, Config{})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	f := newHTTPFixture(t, Config{})
+	hc, u := f.hc, f.u
 	batch := func(n int) string {
 		parts := make([]string, n)
 		for i := range parts {
@@ -266,20 +279,14 @@ func TestBatchesWhereNegotiated(t *testing.T) {
 // idle time, without waiting for the table to fill; a full table makes
 // room by closing the longest idle one.
 func TestIdleHTTPSessionsReaped(t *testing.T) {
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
-	s, sock, _ := runInProcess(t, Config{HTTPSessionIdle: 300 * time.Millisecond})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	f := newHTTPFixture(t, Config{HTTPSessionIdle: 300 * time.Millisecond})
+	s, hc, u := f.s, f.hc, f.u
 	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	id, _ := streamablePost(t, hc, u, "", initialize)
 	flytest.Eventually(t, "the idle session reaped", func() bool { return s.http.get(id) == nil })
 
-	s2, sock2, _ := runInProcess(t, Config{})
-	hc2 := unixHTTPClient(sock2)
-	defer hc2.CloseIdleConnections()
-	u2 := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	f2 := newHTTPFixture(t, Config{})
+	s2, hc2, u2 := f2.s, f2.hc, f2.u
 	first, _ := streamablePost(t, hc2, u2, "", initialize)
 	for range maxHTTPSessions - 1 {
 		streamablePost(t, hc2, u2, "", initialize)
@@ -295,12 +302,8 @@ func TestIdleHTTPSessionsReaped(t *testing.T) {
 // while they are live: what the client sent is bounded where it enters,
 // before the SDK keeps the request.
 func TestHugeInitializeNotKept(t *testing.T) {
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
-	s, sock, _ := runInProcess(t, Config{})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	u := "http://flyd" + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	f := newHTTPFixture(t, Config{})
+	s, hc, u := f.s, f.hc, f.u
 	huge := strings.Repeat("n", 1_900_000)
 	heap := func() uint64 {
 		var ms runtime.MemStats
@@ -313,7 +316,7 @@ func TestHugeInitializeNotKept(t *testing.T) {
 		streamablePost(t, hc, u, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+huge+`","version":"1"},"unread":"`+huge+`"}}`)
 	}
 	for range 5 {
-		c := rawClientInit(t, sock, root, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+huge+`","version":"1"},"unread":"`+huge+`"}}`)
+		c := rawClientInit(t, f.sock, f.root, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+huge+`","version":"1"},"unread":"`+huge+`"}}`)
 		defer c.CloseNow()
 	}
 	waitSessions(t, s, 10)
