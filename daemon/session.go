@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/outbox"
 	"github.com/fly-dev/fly/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -160,7 +161,7 @@ type queuedConn struct {
 	abort   func() // closes the transport's network connections; may be nil
 	log     *slog.Logger
 
-	box       *outbox[queued]
+	box       *outbox.Queue[queued]
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -178,7 +179,7 @@ func newQueuedConn(c mcp.Connection, id string, timeout time.Duration, abort fun
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	q := &queuedConn{Connection: c, id: id, timeout: timeout, abort: abort, log: log, box: newOutbox[queued]()}
+	q := &queuedConn{Connection: c, id: id, timeout: timeout, abort: abort, log: log, box: outbox.New[queued]()}
 	q.wg.Add(1)
 	go q.writeLoop()
 	return q
@@ -200,17 +201,17 @@ func (q *queuedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	select {
 	case err := <-it.res:
 		return err
-	case <-q.box.broken:
-		return q.box.err()
-	case <-q.box.done:
-		return errOutboxClosed
+	case <-q.box.Broken():
+		return q.box.Err()
+	case <-q.box.Done():
+		return outbox.ErrClosed
 	}
 }
 
 func (q *queuedConn) push(it queued, wait bool) error {
-	err := q.box.push(context.Background(), it, messageSize(it.msg), wait)
-	if errors.Is(err, errSlowClient) {
-		q.stall(errSlowClient)
+	err := q.box.Push(context.Background(), it, messageSize(it.msg), wait)
+	if errors.Is(err, outbox.ErrFull) {
+		q.stall(outbox.ErrFull)
 	}
 	return err
 }
@@ -240,7 +241,7 @@ func (q *queuedConn) notify(method string, params any) error {
 func (q *queuedConn) writeLoop() {
 	defer q.wg.Done()
 	for {
-		it, ok := q.box.take()
+		it, ok := q.box.Take()
 		if !ok {
 			return
 		}
@@ -262,7 +263,7 @@ var errWriteStalled = errors.New("client is not reading: a write missed its dead
 // close (ending a stuck write) and so does the inner connection, which
 // ends the session. It never blocks; the first call logs once.
 func (q *queuedConn) stall(cause error) {
-	if !q.box.fail(cause) {
+	if !q.box.Fail(cause) {
 		return
 	}
 	q.log.Warn("session closed: its client does not read", logSession, q.id, logErr, cause)
@@ -277,7 +278,7 @@ func (q *queuedConn) stall(cause error) {
 func (q *queuedConn) Close() error {
 	var err error
 	q.closeOnce.Do(func() {
-		q.box.close()
+		q.box.Close()
 		err = q.Connection.Close()
 		if q.abort != nil {
 			q.abort()

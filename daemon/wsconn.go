@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/daemon/outbox"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -26,7 +27,7 @@ type wsConn struct {
 	id           string
 	writeTimeout time.Duration
 
-	box *outbox[[]byte]
+	box *outbox.Queue[[]byte]
 	wg  sync.WaitGroup
 
 	closeOnce sync.Once
@@ -45,7 +46,7 @@ func newWSConn(c *websocket.Conn, id string, writeTimeout time.Duration) *wsConn
 		c:            c,
 		id:           id,
 		writeTimeout: writeTimeout,
-		box:          newOutbox[[]byte](),
+		box:          outbox.New[[]byte](),
 	}
 	w.wg.Add(1)
 	go w.writeLoop()
@@ -62,7 +63,7 @@ func (w *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		typ, data, err := w.c.Read(ctx)
 		if err != nil {
-			if cause := w.box.err(); cause != nil {
+			if cause := w.box.Err(); cause != nil {
 				return nil, cause
 			}
 			return nil, fmt.Errorf("read: %w", err)
@@ -106,7 +107,7 @@ func (w *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if isNotification(msg) {
 		return w.enqueue(data, true)
 	}
-	return w.box.push(ctx, data, len(data), true)
+	return w.box.Push(ctx, data, len(data), true)
 }
 
 // isNotification reports whether msg expects no answer.
@@ -214,12 +215,12 @@ func (w *wsConn) notify(method string, params any) error {
 // enqueue queues data without waiting. A full outbox drops the
 // connection when dropSlow is set, else the message.
 func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
-	err := w.box.push(context.Background(), data, len(data), false)
-	if errors.Is(err, errSlowClient) {
+	err := w.box.Push(context.Background(), data, len(data), false)
+	if errors.Is(err, outbox.ErrFull) {
 		if !dropSlow {
 			return nil
 		}
-		w.fail(errSlowClient)
+		w.fail(outbox.ErrFull)
 	}
 	return err
 }
@@ -229,7 +230,7 @@ func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
 func (w *wsConn) writeLoop() {
 	defer w.wg.Done()
 	for {
-		data, ok := w.box.take()
+		data, ok := w.box.Take()
 		if !ok {
 			return
 		}
@@ -246,7 +247,7 @@ func (w *wsConn) writeLoop() {
 // fail records why the connection broke and drops the socket at once,
 // which ends the pending Read; the SDK then calls Close. It never blocks.
 func (w *wsConn) fail(cause error) {
-	w.box.fail(cause)
+	w.box.Fail(cause)
 	w.c.CloseNow()
 }
 
@@ -259,9 +260,9 @@ func (w *wsConn) abort() { w.fail(errShuttingDown) }
 // by one write timeout) and sends a normal close frame.
 func (w *wsConn) Close() error {
 	w.closeOnce.Do(func() {
-		w.box.close()
+		w.box.Close()
 		w.wg.Wait()
-		if w.box.err() != nil {
+		if w.box.Err() != nil {
 			return
 		}
 		w.flush()
@@ -275,7 +276,7 @@ func (w *wsConn) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
 	defer cancel()
 	for {
-		data, ok := w.box.takeNow()
+		data, ok := w.box.TakeNow()
 		if !ok || w.c.Write(ctx, websocket.MessageText, data) != nil {
 			return
 		}

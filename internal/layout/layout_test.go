@@ -34,6 +34,7 @@ var rules = []struct {
 	{mod + "/daemon/overview", []string{"=" + mod + "/daemon", goSDK}},
 	{mod + "/daemon/runs", []string{"=" + mod + "/daemon", goSDK}},
 	{mod + "/daemon/upstream", []string{"=" + mod + "/daemon", mod + "/daemon/runs", mod + "/store", bbolt}},
+	{mod + "/daemon/outbox", []string{mod + "/daemon", mod + "/store", goSDK, websocket, bbolt}},
 	{mod + "/cmd/flyd", []string{mod + "/shim"}},
 	{mod + "/cmd/flyctl", []string{mod + "/daemon", mod + "/store", bbolt}},
 }
