@@ -5,9 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/coder/websocket"
-	"github.com/fly-dev/fly/internal/wire"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +16,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/store"

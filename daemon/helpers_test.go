@@ -3,11 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"go.uber.org/goleak"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

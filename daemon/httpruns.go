@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/runs"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/runs"
 
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
@@ -186,7 +187,7 @@ func (a *runsAPI) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	reply := runsReply{Runs: make([]RunInfo, 0, len(recs))}
 	for _, rec := range recs {
-		reply.Runs = append(reply.Runs, runInfo(rec))
+		reply.Runs = append(reply.Runs, runs.Info(rec))
 	}
 	writeJSON(w, http.StatusOK, reply)
 	return nil
@@ -215,7 +216,7 @@ func (a *runsAPI) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, runInfo(rn.Record()))
+	writeJSON(w, http.StatusOK, runs.Info(rn.Record()))
 	return nil
 }
 
@@ -234,7 +235,7 @@ func (a *runsAPI) stop(w http.ResponseWriter, r *http.Request) error {
 	if err := rn.Stop(context.WithoutCancel(r.Context())); err != nil {
 		return fmt.Errorf("stop run %s: %w", rn.ID(), err)
 	}
-	writeJSON(w, http.StatusOK, runInfo(rn.Record()))
+	writeJSON(w, http.StatusOK, runs.Info(rn.Record()))
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/runs"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/runs"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/wire"

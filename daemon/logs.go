@@ -3,13 +3,13 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/runs"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fly-dev/fly/store"
+	"github.com/fly-dev/fly/daemon/runs"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,18 +18,6 @@ const logUpdateEvery = 50 * time.Millisecond
 
 // maxLogRead bounds the entries of one resources/read of a log.
 const maxLogRead = 5000
-
-// logURI names the log of a run: logs://run/{id} or logs://build/{id}
-// (builds and one-shot commands).
-func logURI(kind store.Kind, id string) string {
-	switch kind {
-	case store.KindRun:
-		return "logs://run/" + id
-	case store.KindUpstream:
-		return "logs://upstream/" + id
-	}
-	return "logs://build/" + id
-}
 
 // parseLogURI splits a log URI into its kind ("run" or "build"), run id
 // and query.
@@ -132,7 +120,7 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 	out := make([]*mcp.Resource, 0, len(recs))
 	for _, rec := range recs {
 		out = append(out, &mcp.Resource{
-			URI:         logURI(rec.Kind, rec.ID),
+			URI:         runs.LogURI(rec.Kind, rec.ID),
 			Name:        "log-" + rec.ID,
 			Title:       fmt.Sprintf("%s log: %s (%s)", rec.Kind, strings.Join(rec.Argv, " "), rec.State),
 			MIMEType:    "text/plain",
@@ -188,7 +176,7 @@ func (s *Server) runChanged(r *runs.Run) {
 // followLog tells subscribers of r's log that it grew, at most once per
 // logUpdateEvery, until the run's ring is closed.
 func (s *Server) followLog(r *runs.Run) {
-	uri := logURI(r.Kind(), r.ID())
+	uri := runs.LogURI(r.Kind(), r.ID())
 	seen := r.Ring().Last()
 	for {
 		<-r.Ring().Wait(seen)

@@ -2,12 +2,13 @@ package daemon
 
 import (
 	"context"
-	"github.com/fly-dev/fly/daemon/runs"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/runs"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/store"

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/index"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"log/slog"
 	"mime"
 	"path"
@@ -16,6 +14,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/daemon/upstream"
@@ -496,7 +498,7 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 		if err != nil {
 			return "", notFound(uri, err.Error())
 		}
-		return logURI(r.Kind(), r.ID()), nil
+		return runs.LogURI(r.Kind(), r.ID()), nil
 	}
 	rel, _, err := parseWorkspaceURI(uri)
 	if err != nil {

@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/fly-dev/fly/internal/fakeflutter"
-	"github.com/fly-dev/fly/internal/fakeupstream"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/fakeupstream"
 )
 
 // runHelper runs the test binary as a helper process (see TestMain).

@@ -3,13 +3,14 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/runs"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/fly-dev/fly/daemon/runs"
 
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -258,7 +259,7 @@ func (f projectFacts) context() string {
 		"- Do not add a dependency the project lacks without saying so; if one is needed, add it to pubspec.yaml and run `flutter pub get`.\n")
 	if len(f.liveRuns) > 0 {
 		fmt.Fprintf(&b, "- The app is running (run %s): after editing Dart code call flutter_hot_reload with that run_id, and flutter_hot_restart when you changed main(), initState or global state. "+
-			"Then read its log (%s?tail=50, or logs_read) to check for new errors.\n", strings.Join(f.liveRuns, ", "), logURI(store.KindRun, f.liveRuns[0]))
+			"Then read its log (%s?tail=50, or logs_read) to check for new errors.\n", strings.Join(f.liveRuns, ", "), runs.LogURI(store.KindRun, f.liveRuns[0]))
 	} else {
 		b.WriteString("- To check your work in the app, start it with flutter_run, then use flutter_hot_reload after each edit and read the run's log (logs_read) for errors.\n")
 	}
@@ -610,7 +611,7 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 		log.WriteString(runs.FormatEntry(e))
 		log.WriteByte('\n')
 	}
-	uri := logURI(rec.Kind, rec.ID)
+	uri := runs.LogURI(rec.Kind, rec.ID)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Diagnose the %s %s of this workspace from its log, embedded below (the last %d entries of %s; one line per entry: seq, time, stream, text; "+

@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/index"
 	"io"
 	"io/fs"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/fly-dev/fly/daemon/index"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/index"
-	"github.com/fly-dev/fly/daemon/runs"
-	"github.com/fly-dev/fly/daemon/upstream"
 	"log/slog"
 	"maps"
 	"net"
@@ -23,6 +20,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/daemon/upstream"
 
 	"github.com/coder/websocket"
 	flypaths "github.com/fly-dev/fly/internal/paths"
@@ -521,7 +522,7 @@ func (s *Server) status() Status {
 		}
 	}
 	for _, r := range s.runs.Live() {
-		st.Runs = append(st.Runs, runInfo(r.Record()))
+		st.Runs = append(st.Runs, runs.Info(r.Record()))
 	}
 	slices.SortFunc(st.Runs, func(a, b RunInfo) int { return strings.Compare(a.RunID, b.RunID) })
 	s.mu.Lock()

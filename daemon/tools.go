@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/runs"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/runs"
 
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
@@ -96,14 +97,6 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 
 // RunInfo is a run as tools and HTTP report it: the wire type.
 type RunInfo = wire.Run
-
-func runInfo(rec store.Record) RunInfo {
-	return RunInfo{
-		RunID: rec.ID, Kind: string(rec.Kind), State: string(rec.State), Argv: rec.Argv, Root: rec.Root, PID: rec.PID,
-		ExitCode: rec.ExitCode, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, AppID: rec.AppID,
-		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI, Error: rec.Error, LogURI: logURI(rec.Kind, rec.ID),
-	}
-}
 
 // Run modes and defines shared by flutter_run and flutter_build.
 type buildOptions struct {
@@ -227,7 +220,7 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	case <-wait.Done():
 	}
 	rec := r.Record()
-	res := runResult{RunID: rec.ID, AppID: rec.AppID, State: string(rec.State), LogURI: logURI(rec.Kind, rec.ID),
+	res := runResult{RunID: rec.ID, AppID: rec.AppID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID),
 		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI}
 	switch {
 	case rec.State == store.StateRunning:
@@ -269,7 +262,7 @@ func (t tools) restart(ctx context.Context, id string, full bool) (*mcp.CallTool
 	case errors.Is(err, runs.ErrRunEnded):
 		return nil, restartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
 	case errors.Is(err, runs.ErrNotStarted):
-		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, logURI(rec.Kind, id))
+		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, runs.LogURI(rec.Kind, id))
 	case err != nil:
 		return nil, restartResult{}, err
 	}
@@ -350,7 +343,7 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	r.SetProgress(progress(ctx, req))
 	<-r.Done()
 	rec := r.Record()
-	res := buildResult{BuildID: rec.ID, State: string(rec.State), LogURI: logURI(rec.Kind, rec.ID)}
+	res := buildResult{BuildID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID)}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -426,7 +419,7 @@ func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams
 	if err != nil {
 		return nil, devicesResult{}, err
 	}
-	res := devicesResult{Devices: []device{}, LogURI: logURI(store.KindTool, r.ID())}
+	res := devicesResult{Devices: []device{}, LogURI: runs.LogURI(store.KindTool, r.ID())}
 	var out strings.Builder
 	for _, e := range r.Ring().Tail(r.Ring().Len()) {
 		if e.Stream == logring.Stdout {
@@ -455,7 +448,7 @@ func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams)
 		return nil, doctorResult{}, err
 	}
 	rec := r.Record()
-	res := doctorResult{Report: outputText(r.Ring(), defaultTextBudget), LogURI: logURI(store.KindTool, r.ID())}
+	res := doctorResult{Report: outputText(r.Ring(), defaultTextBudget), LogURI: runs.LogURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -505,7 +498,7 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 		return nil, createResult{}, err
 	}
 	rec := r.Record()
-	res := createResult{Directory: filepath.Join(sess.ws.root, filepath.FromSlash(dir)), LogURI: logURI(store.KindTool, r.ID())}
+	res := createResult{Directory: filepath.Join(sess.ws.root, filepath.FromSlash(dir)), LogURI: runs.LogURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -538,7 +531,7 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	}
 	res := runsListResult{Runs: []RunInfo{}}
 	for _, rec := range recs {
-		res.Runs = append(res.Runs, runInfo(rec))
+		res.Runs = append(res.Runs, runs.Info(rec))
 	}
 	return nil, res, nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/index"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/index"
 
 	"github.com/fly-dev/fly/daemon/overview"
 	flypaths "github.com/fly-dev/fly/internal/paths"

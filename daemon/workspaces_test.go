@@ -1,12 +1,13 @@
 package daemon
 
 import (
-	"github.com/fly-dev/fly/daemon/index"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/index"
 )
 
 // TestWorkspaceRefusesHome: flyd itself refuses /, the home directory and
