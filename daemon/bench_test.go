@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,7 +113,7 @@ func (d directWS) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c.SetReadLimit(-1)
-	return newWSConn(c, "direct", 5*time.Second), nil
+	return mcpconn.NewWebSocket(c, "direct", 5*time.Second), nil
 }
 
 // BenchmarkShimHop: one small resources/read through flyctl mcp and flyd,

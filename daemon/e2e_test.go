@@ -294,7 +294,7 @@ func TestReadRanges(t *testing.T) {
 }
 
 // TestBigReadsExact: whole reads of large files (which flyd encodes
-// outside the SDK, see wsConn.stash) come back exactly, escapes, invalid
+// outside the SDK, see mcpconn.WebSocket.Stash) come back exactly, escapes, invalid
 // UTF-8 and all, also when many run at once on one session and when a file
 // holds the text of a placeholder.
 func TestBigReadsExact(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -309,5 +310,5 @@ func (w apiWS) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c.SetReadLimit(-1)
-	return newWSConn(c, "subscriber", 5*time.Second), nil
+	return mcpconn.NewWebSocket(c, "subscriber", 5*time.Second), nil
 }

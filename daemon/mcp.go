@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -144,15 +145,15 @@ func (s *Server) logRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		switch p := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
 			level = slog.LevelInfo
-			attrs = append(attrs, slog.String(logTool, boundText(p.Name, maxLogValue)))
+			attrs = append(attrs, slog.String(logTool, mcpconn.BoundText(p.Name, mcpconn.MaxLogValue)))
 		case *mcp.ReadResourceParams:
-			attrs = append(attrs, slog.String(logAttrURI, boundText(p.URI, maxLogValue)))
+			attrs = append(attrs, slog.String(logAttrURI, mcpconn.BoundText(p.URI, mcpconn.MaxLogValue)))
 		case *mcp.SubscribeParams:
-			attrs = append(attrs, slog.String(logAttrURI, boundText(p.URI, maxLogValue)))
+			attrs = append(attrs, slog.String(logAttrURI, mcpconn.BoundText(p.URI, mcpconn.MaxLogValue)))
 		}
 		attrs = append(attrs, slog.Float64(logElapsed, float64(time.Since(start).Microseconds())/1000))
 		if err != nil {
-			attrs = append(attrs, slog.String(logErr, boundText(err.Error(), 4*maxLogValue)))
+			attrs = append(attrs, slog.String(logErr, mcpconn.BoundText(err.Error(), 4*mcpconn.MaxLogValue)))
 		}
 		s.log.LogAttrs(ctx, level, "request", attrs...)
 		return res, err
@@ -172,7 +173,7 @@ func sessionID(req mcp.Request) string {
 func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if p, ok := req.GetParams().(*mcp.InitializeParams); ok && method == "initialize" {
-			boundInitialize(p)
+			mcpconn.BoundInitialize(p)
 		}
 		if needsWorkspace(method) {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
@@ -354,8 +355,8 @@ func (s *Server) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 	}
 	sess.filesRead.Add(1)
 	text := c.text
-	if sp, ok := sess.conn.(splicer); ok {
-		text = sp.stash(text)
+	if sp, ok := sess.conn.(mcpconn.Splicer); ok {
+		text = sp.Stash(text)
 	}
 	return &mcp.ReadResourceResult{
 		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType(rel), Text: text}},
@@ -547,7 +548,7 @@ func (s *Server) workspaceChanged(w *workspace, c index.Change) {
 func (s *Server) notify(sess *session, method string, params any) {
 	// A notification fails only on a session that is closing, which its
 	// connection logs once.
-	if err := sess.conn.notify(method, params); err != nil {
+	if err := sess.conn.Notify(method, params); err != nil {
 		s.log.Debug("notification not delivered", logSession, sess.id, logMethod, method, logErr, err)
 	}
 }

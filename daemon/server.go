@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
 
@@ -306,8 +307,8 @@ func (s *Server) shutdown(hs *http.Server) {
 	case <-done:
 	case <-t.C:
 		for _, sess := range live {
-			if a, ok := sess.conn.(interface{ abort() }); ok {
-				a.abort()
+			if a, ok := sess.conn.(interface{ Abort() }); ok {
+				a.Abort()
 			}
 		}
 		<-done
@@ -409,7 +410,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		peerPID: pr.PID,
 		via:     "socket",
 	}
-	conn := newWSConn(c, sess.id, s.cfg.WriteTimeout)
+	conn := mcpconn.NewWebSocket(c, sess.id, s.cfg.WriteTimeout)
 	if err := s.serveSession(context.WithoutCancel(r.Context()), wsTransport{conn}, sess); err != nil {
 		s.log.Warn("session failed", logSession, sess.id, logErr, err)
 	}

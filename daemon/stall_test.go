@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
@@ -39,7 +40,7 @@ func (w socketWS) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c.SetReadLimit(-1)
-	return newWSConn(c, "socket", 5*time.Second), nil
+	return mcpconn.NewWebSocket(c, "socket", 5*time.Second), nil
 }
 
 func unixHTTPClient(sock string) *http.Client {
@@ -328,7 +329,7 @@ func TestHugeInitializeNotKept(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sess := range s.sessions {
-		if name, _ := sess.client(); len(name) > maxClientName {
+		if name, _ := sess.client(); len(name) > mcpconn.MaxClientName {
 			t.Fatalf("a client name of %d bytes is kept", len(name))
 		}
 	}

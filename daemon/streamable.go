@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -171,7 +172,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
-		if b, err := jsonrpc.EncodeMessage(boundInitializeMessage(msg)); err == nil {
+		if b, err := jsonrpc.EncodeMessage(mcpconn.BoundInitializeMessage(msg)); err == nil {
 			body = b // what the client said of itself, bounded before the SDK keeps it
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,7 +92,7 @@ func TestTCPSessionGetsFlydsEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetReadLimit(-1)
-	cs := connectClient(t, "attacker", connTransport{newWSConn(c, "tcp", 5*time.Second)}, nil)
+	cs := connectClient(t, "attacker", connTransport{mcpconn.NewWebSocket(c, "tcp", 5*time.Second)}, nil)
 	res := callTool(t, cs, "flutter_doctor", nil, nil)
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatalf("flutter_doctor over TCP ran the flutter named by X-Fly-Env (%s)", toolText(res))
@@ -215,7 +216,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 		t.Fatalf("/v1/status is %d bytes with %d sessions", len(body), len(st.Sessions))
 	}
 	for _, s := range st.Sessions {
-		if len(s.ClientName) > maxClientName || len(s.ClientVersion) > maxClientVersion || strings.ContainsAny(s.ClientName, "\x1b\n") {
+		if len(s.ClientName) > mcpconn.MaxClientName || len(s.ClientVersion) > mcpconn.MaxClientVersion || strings.ContainsAny(s.ClientName, "\x1b\n") {
 			t.Fatalf("a session's client name is %d bytes (%q…)", len(s.ClientName), s.ClientName[:min(40, len(s.ClientName))])
 		}
 	}

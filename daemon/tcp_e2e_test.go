@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,7 +79,7 @@ func (w tcpWS) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c.SetReadLimit(-1)
-	return newWSConn(c, "tcp", 5*time.Second), nil
+	return mcpconn.NewWebSocket(c, "tcp", 5*time.Second), nil
 }
 
 func viaTCPWebSocket(f *tcpFlyd) connector {

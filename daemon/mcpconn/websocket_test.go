@@ -1,4 +1,4 @@
-package daemon
+package mcpconn
 
 import (
 	"bytes"
@@ -53,11 +53,11 @@ func FuzzEncodeMessage(f *testing.F) {
 // TestStashBounded: texts stashed for responses that are never written
 // stop being stashed past spliceMax, and a stashed text comes back once.
 func TestStashBounded(t *testing.T) {
-	w := &wsConn{}
+	w := &WebSocket{}
 	text := strings.Repeat("x", 1<<20)
 	var phs []string
 	for range spliceMax/(1<<20) + 8 {
-		phs = append(phs, w.stash(text))
+		phs = append(phs, w.Stash(text))
 	}
 	if last := phs[len(phs)-1]; last != text {
 		t.Errorf("stash past %d bytes returned a placeholder", spliceMax)
@@ -65,7 +65,7 @@ func TestStashBounded(t *testing.T) {
 	if first := phs[0]; first == text || !strings.HasPrefix(first, "\x00fly-splice:") {
 		t.Fatalf("first stash = %.40q, want a placeholder", first)
 	}
-	if w.stash("small") != "small" {
+	if w.Stash("small") != "small" {
 		t.Error("a small text was stashed")
 	}
 	data, _ := json.Marshal(map[string]string{"text": phs[0]})

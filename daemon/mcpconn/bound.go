@@ -1,4 +1,4 @@
-package daemon
+package mcpconn
 
 import (
 	"encoding/json"
@@ -14,16 +14,16 @@ import (
 // dashboard, fly://sessions/*, the store and flyd's log. It is bounded
 // where it enters (initialize), before the SDK keeps it.
 const (
-	maxClientName    = 128
-	maxClientVersion = 64
+	MaxClientName    = 128
+	MaxClientVersion = 64
 	maxClientText    = 256  // title, description, website
 	maxClientExtras  = 4096 // encoded experimental capabilities, extensions, _meta
-	maxLogValue      = 256  // a client's string in flyd's log
+	MaxLogValue      = 256  // a client's string in flyd's log
 )
 
-// boundText returns s without control characters or invalid UTF-8, cut
+// BoundText returns s without control characters or invalid UTF-8, cut
 // to at most n bytes on a rune boundary (with "…" when cut).
-func boundText(s string, n int) string {
+func BoundText(s string, n int) string {
 	clean := func(s string) bool {
 		for _, r := range s {
 			if r == utf8.RuneError || unicode.IsControl(r) {
@@ -49,14 +49,14 @@ func boundText(s string, n int) string {
 	return b.String()
 }
 
-// boundInitialize bounds, in place, what a decoded initialize carries
+// BoundInitialize bounds, in place, what a decoded initialize carries
 // that the SDK keeps for the session's life (for transports that do not
-// pass through boundInitializeMessage). Kept strings are copies.
-func boundInitialize(p *mcp.InitializeParams) {
+// pass through BoundInitializeMessage). Kept strings are copies.
+func BoundInitialize(p *mcp.InitializeParams) {
 	if p == nil {
 		return
 	}
-	p.ProtocolVersion = strings.Clone(boundText(p.ProtocolVersion, maxClientVersion))
+	p.ProtocolVersion = strings.Clone(BoundText(p.ProtocolVersion, MaxClientVersion))
 	if c := p.ClientInfo; c != nil {
 		p.ClientInfo = boundImplementation(c)
 	}
@@ -76,16 +76,16 @@ func boundInitialize(p *mcp.InitializeParams) {
 // boundImplementation is a bounded copy of what a client says it is.
 func boundImplementation(c *mcp.Implementation) *mcp.Implementation {
 	return &mcp.Implementation{
-		Name:        strings.Clone(boundText(c.Name, maxClientName)),
-		Version:     strings.Clone(boundText(c.Version, maxClientVersion)),
-		Title:       strings.Clone(boundText(c.Title, maxClientText)),
-		Description: strings.Clone(boundText(c.Description, maxClientText)),
-		WebsiteURL:  strings.Clone(boundText(c.WebsiteURL, maxClientText)),
+		Name:        strings.Clone(BoundText(c.Name, MaxClientName)),
+		Version:     strings.Clone(BoundText(c.Version, MaxClientVersion)),
+		Title:       strings.Clone(BoundText(c.Title, maxClientText)),
+		Description: strings.Clone(BoundText(c.Description, maxClientText)),
+		WebsiteURL:  strings.Clone(BoundText(c.WebsiteURL, maxClientText)),
 		// Icons are never shown.
 	}
 }
 
-// boundInitializeMessage rewrites an initialize request as it enters,
+// BoundInitializeMessage rewrites an initialize request as it enters,
 // before the SDK sees it: the SDK keeps the request for the session's
 // life, and its JSON decoder makes strings that share the request's
 // buffer, so a bound applied after it decoded the message would leave
@@ -93,7 +93,7 @@ func boundImplementation(c *mcp.Implementation) *mcp.Implementation {
 // params' known members as sent (capabilities byte for byte, but for
 // experimental capabilities and extensions too large to be honest), cuts
 // clientInfo, and drops the rest. Anything else is returned as it is.
-func boundInitializeMessage(msg jsonrpc.Message) jsonrpc.Message {
+func BoundInitializeMessage(msg jsonrpc.Message) jsonrpc.Message {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || req.Method != "initialize" || len(req.Params) == 0 {
 		return msg
@@ -103,7 +103,7 @@ func boundInitializeMessage(msg jsonrpc.Message) jsonrpc.Message {
 		return msg // the SDK answers with the error
 	}
 	out := map[string]json.RawMessage{}
-	if v, ok := in["protocolVersion"]; ok && len(v) <= maxClientVersion {
+	if v, ok := in["protocolVersion"]; ok && len(v) <= MaxClientVersion {
 		out["protocolVersion"] = v
 	}
 	if v, ok := in["clientInfo"]; ok {

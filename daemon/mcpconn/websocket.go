@@ -1,8 +1,10 @@
-package daemon
+package mcpconn
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,14 +17,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// wsConn is an mcp.Connection over one WebSocket: one JSON-RPC message per
+// WebSocket is an mcp.Connection over one WebSocket: one JSON-RPC message per
 // text frame.
 //
 // Writes never touch the socket: they queue the encoded message in the
 // session's outbox, which one writer goroutine drains, each frame under
 // its own deadline. So a client that stops reading costs its own session
 // only, and never stalls a notification to another session.
-type wsConn struct {
+type WebSocket struct {
 	c            *websocket.Conn
 	id           string
 	writeTimeout time.Duration
@@ -39,10 +41,10 @@ type wsConn struct {
 	nextTag     uint64
 }
 
-// newWSConn wraps c and starts its writer goroutine, which Close stops
+// NewWebSocket wraps c and starts its writer goroutine, which Close stops
 // and waits for.
-func newWSConn(c *websocket.Conn, id string, writeTimeout time.Duration) *wsConn {
-	w := &wsConn{
+func NewWebSocket(c *websocket.Conn, id string, writeTimeout time.Duration) *WebSocket {
+	w := &WebSocket{
 		c:            c,
 		id:           id,
 		writeTimeout: writeTimeout,
@@ -54,12 +56,12 @@ func newWSConn(c *websocket.Conn, id string, writeTimeout time.Duration) *wsConn
 }
 
 // SessionID implements mcp.Connection.
-func (w *wsConn) SessionID() string { return w.id }
+func (w *WebSocket) SessionID() string { return w.id }
 
 // Read returns the next decodable message. A frame that is not JSON-RPC
 // is answered with a parse error and skipped: one bad message must not
 // end the session.
-func (w *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (w *WebSocket) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		typ, data, err := w.c.Read(ctx)
 		if err != nil {
@@ -77,12 +79,12 @@ func (w *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			w.reject(jsonrpc.CodeParseError, "parse error: "+err.Error())
 			continue
 		}
-		return boundInitializeMessage(msg), nil
+		return BoundInitializeMessage(msg), nil
 	}
 }
 
 // reject answers a frame that could not be decoded, so has no usable id.
-func (w *wsConn) reject(code int64, msg string) {
+func (w *WebSocket) reject(code int64, msg string) {
 	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}})
 	if err == nil {
 		w.enqueue(data, false)
@@ -98,7 +100,7 @@ func (w *wsConn) reject(code int64, msg string) {
 // connection is what ends the wait of a handler whose client stopped
 // reading: only then can the SDK finish its in-flight requests and close
 // the session.
-func (w *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+func (w *WebSocket) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := encodeMessage(msg)
 	if err != nil {
 		return err
@@ -149,7 +151,7 @@ const (
 	spliceMax = 32 << 20
 )
 
-// stash implements splicer. The SDK encodes a result, then checks and
+// Stash implements Splicer. The SDK encodes a result, then checks and
 // compacts that encoding (encoding/json does so with what any
 // json.Marshaler returns, and every result type is one), so a large text
 // is walked three times before it is written. A handler that gives stash
@@ -157,7 +159,7 @@ const (
 // is encoded here, once, and Write puts it back in place of the
 // placeholder's encoding. The placeholder holds a NUL and a tag no client
 // can guess, so nothing else in a result can match it.
-func (w *wsConn) stash(text string) string {
+func (w *WebSocket) Stash(text string) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // as the SDK encodes
@@ -170,7 +172,7 @@ func (w *wsConn) stash(text string) string {
 		return text
 	}
 	if w.spliceTag == "" {
-		w.spliceTag = newID()
+		w.spliceTag = randomTag()
 	}
 	w.nextTag++
 	ph := "\x00fly-splice:" + w.spliceTag + ":" + strconv.FormatUint(w.nextTag, 10)
@@ -185,7 +187,7 @@ func (w *wsConn) stash(text string) string {
 
 // splice puts back the texts stashed for data, an encoded message. Each
 // text is used once: the entry goes with it.
-func (w *wsConn) splice(data []byte) []byte {
+func (w *WebSocket) splice(data []byte) []byte {
 	w.spliceMu.Lock()
 	defer w.spliceMu.Unlock()
 	for key, text := range w.spliced {
@@ -202,9 +204,9 @@ func (w *wsConn) splice(data []byte) []byte {
 	return data
 }
 
-// notify sends a server notification without ever waiting: with a full
+// Notify sends a server notification without ever waiting: with a full
 // outbox the client is not reading, and the connection is closed instead.
-func (w *wsConn) notify(method string, params any) error {
+func (w *WebSocket) Notify(method string, params any) error {
 	data, err := encodeNotification(method, params)
 	if err != nil {
 		return err
@@ -214,7 +216,7 @@ func (w *wsConn) notify(method string, params any) error {
 
 // enqueue queues data without waiting. A full outbox drops the
 // connection when dropSlow is set, else the message.
-func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
+func (w *WebSocket) enqueue(data []byte, dropSlow bool) error {
 	err := w.box.Push(context.Background(), data, len(data), false)
 	if errors.Is(err, outbox.ErrFull) {
 		if !dropSlow {
@@ -227,7 +229,7 @@ func (w *wsConn) enqueue(data []byte, dropSlow bool) error {
 
 // writeLoop is the only writer of the socket while the connection is open.
 // It ends when Close is called or a frame misses its deadline.
-func (w *wsConn) writeLoop() {
+func (w *WebSocket) writeLoop() {
 	defer w.wg.Done()
 	for {
 		data, ok := w.box.Take()
@@ -246,19 +248,19 @@ func (w *wsConn) writeLoop() {
 
 // fail records why the connection broke and drops the socket at once,
 // which ends the pending Read; the SDK then calls Close. It never blocks.
-func (w *wsConn) fail(cause error) {
+func (w *WebSocket) fail(cause error) {
 	w.box.Fail(cause)
 	w.c.CloseNow()
 }
 
-// abort drops the connection at once, without a close handshake: for
+// Abort drops the connection at once, without a close handshake: for
 // shutdown, when a client has not let its session close in time.
-func (w *wsConn) abort() { w.fail(errShuttingDown) }
+func (w *WebSocket) Abort() { w.fail(errAborted) }
 
 // Close implements mcp.Connection. It may be called many times and
 // concurrently. On a healthy connection it flushes what is queued (bounded
 // by one write timeout) and sends a normal close frame.
-func (w *wsConn) Close() error {
+func (w *WebSocket) Close() error {
 	w.closeOnce.Do(func() {
 		w.box.Close()
 		w.wg.Wait()
@@ -272,7 +274,7 @@ func (w *wsConn) Close() error {
 }
 
 // flush writes what is still queued, bounded by one write timeout.
-func (w *wsConn) flush() {
+func (w *WebSocket) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.writeTimeout)
 	defer cancel()
 	for {
@@ -281,4 +283,14 @@ func (w *wsConn) flush() {
 			return
 		}
 	}
+}
+
+// errAborted is why an aborted connection ended.
+var errAborted = errors.New("flyd is shutting down")
+
+// randomTag is 16 hex digits no client can guess.
+func randomTag() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

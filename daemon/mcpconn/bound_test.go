@@ -1,4 +1,4 @@
-package daemon
+package mcpconn
 
 import (
 	"encoding/json"
@@ -23,8 +23,8 @@ func TestBoundText(t *testing.T) {
 		{strings.Repeat("x", 20), 10, "xxxxxxx…"},
 		{"ééééé", 8, "éé…"},
 	} {
-		if got := boundText(tc.in, tc.n); got != tc.want {
-			t.Errorf("boundText(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		if got := BoundText(tc.in, tc.n); got != tc.want {
+			t.Errorf("BoundText(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }
@@ -36,9 +36,9 @@ func FuzzBoundText(f *testing.F) {
 	f.Add("ééé\xff", 4)
 	f.Fuzz(func(t *testing.T, s string, n int) {
 		n = 4 + (n&0xff)%200
-		got := boundText(s, n)
+		got := BoundText(s, n)
 		if len(got) > n || !utf8.ValidString(got) || strings.ContainsFunc(got, unicode.IsControl) {
-			t.Fatalf("boundText(%q, %d) = %q", s, n, got)
+			t.Fatalf("BoundText(%q, %d) = %q", s, n, got)
 		}
 	})
 }
@@ -52,12 +52,12 @@ func TestBoundInitializeMessage(t *testing.T) {
 		{`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1"}}`,
 			`{"capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1"},"protocolVersion":"2025-06-18"}`},
 		{`{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true},"sampling":{},"experimental":{"a":"` + huge + `"}},"clientInfo":{"name":"a\u001b` + huge + `","version":"1"},"unread":"` + huge + `","_meta":{"k":"` + huge + `"}}`,
-			`{"capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{"name":"a` + strings.Repeat("x", maxClientName-len("a…")) + `…","version":"1"},"protocolVersion":"2025-06-18"}`},
+			`{"capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{"name":"a` + strings.Repeat("x", MaxClientName-len("a…")) + `…","version":"1"},"protocolVersion":"2025-06-18"}`},
 	} {
 		id, _ := jsonrpc.MakeID(float64(1))
-		got := boundInitializeMessage(&jsonrpc.Request{ID: id, Method: "initialize", Params: json.RawMessage(tc.in)})
+		got := BoundInitializeMessage(&jsonrpc.Request{ID: id, Method: "initialize", Params: json.RawMessage(tc.in)})
 		if p := string(got.(*jsonrpc.Request).Params); p != tc.want {
-			t.Errorf("boundInitializeMessage(%.80s…) = %.300s, want %.300s", tc.in, p, tc.want)
+			t.Errorf("BoundInitializeMessage(%.80s…) = %.300s, want %.300s", tc.in, p, tc.want)
 		}
 	}
 }
@@ -71,7 +71,7 @@ func FuzzBoundInitializeMessage(f *testing.F) {
 	f.Add(`[1,2]`)
 	f.Fuzz(func(t *testing.T, params string) {
 		in := &jsonrpc.Request{Method: "initialize", Params: json.RawMessage(params)}
-		out := boundInitializeMessage(in).(*jsonrpc.Request)
+		out := BoundInitializeMessage(in).(*jsonrpc.Request)
 		if out == in {
 			return
 		}
@@ -81,7 +81,7 @@ func FuzzBoundInitializeMessage(f *testing.F) {
 		if err := json.Unmarshal(out.Params, &p); err != nil {
 			t.Fatalf("rewrite of %q is not JSON: %v", params, err)
 		}
-		if c := p.ClientInfo; c != nil && (len(c.Name) > maxClientName || len(c.Version) > maxClientVersion) {
+		if c := p.ClientInfo; c != nil && (len(c.Name) > MaxClientName || len(c.Version) > MaxClientVersion) {
 			t.Fatalf("rewrite of %q keeps %d/%d bytes of name/version", params, len(c.Name), len(c.Version))
 		}
 	})
