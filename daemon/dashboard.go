@@ -23,10 +23,10 @@ func (s *Server) addDashboard(mux *http.ServeMux) {
 	})
 }
 
-// dashboardFile reports whether path is one of the dashboard's static
+// localPublic reports whether path is one of the dashboard's static
 // files, which hold no data and so are served without the token (a
 // browser's navigation cannot send one).
-func dashboardFile(path string) bool {
+func localPublic(path string) bool {
 	return path == "/" || strings.HasPrefix(path, "/dashboard/")
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/loopback"
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
@@ -93,6 +94,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// connIdle is how long a keep-alive connection may wait for its next
+// request, on both listeners: an idle one costs a file descriptor.
+const connIdle = 15 * time.Second
+
 func (c *Config) setDefaults() {
 	d := DefaultConfig()
 	or := func(v *int, def int) {
@@ -142,12 +147,12 @@ type Server struct {
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
 	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
-	changes    *changes       // status changes, for /v1/events
-	http       httpSessions   // Streamable HTTP sessions
-	httpWG     sync.WaitGroup // their serveSession goroutines
-	tokens     *tokens        // the TCP listener's; nil without one
-	httpAddr   string         // where the TCP listener listens; "" without one
-	httpWanted string         // the configured address, when it was taken and httpAddr is another
+	changes    *changes         // status changes, for /v1/events
+	http       httpSessions     // Streamable HTTP sessions
+	httpWG     sync.WaitGroup   // their serveSession goroutines
+	tokens     *loopback.Tokens // the TCP listener's; nil without one
+	httpAddr   string           // where the TCP listener listens; "" without one
+	httpWanted string           // the configured address, when it was taken and httpAddr is another
 
 	toolsMu  sync.Mutex
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
@@ -351,7 +356,19 @@ func (s *Server) startStore(db *store.DB, marksPath string) (stop func(), err er
 
 // Handler is flyd's HTTP API, the same on every listener. Every reply
 // carries the daemon's version.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.headers(s.routes()) }
+
+// headers sets what every reply carries, the guard's refusals included.
+func (s *Server) headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
+		setPageHeaders(w.Header())
+		next.ServeHTTP(w, r)
+	})
+}
+
+// routes serves every route, after checking the version a client sent.
+func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.RouteMCP, s.serveMCP)
 	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
@@ -362,8 +379,6 @@ func (s *Server) Handler() http.Handler {
 	s.addRunRoutes(mux)
 	s.addDashboard(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
-		setPageHeaders(w.Header())
 		if h := r.Header.Get(wire.HeaderVersion); h != "" {
 			if err := wire.CheckPeer("flyd", "flyctl", h); err != nil {
 				http.Error(w, err.Error(), http.StatusPreconditionFailed)

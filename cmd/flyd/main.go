@@ -6,13 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fly-dev/fly/daemon/index"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/loopback"
 
 	"github.com/fly-dev/fly/daemon"
 	"github.com/fly-dev/fly/internal/paths"
@@ -95,7 +97,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	ringKB := fs.Int("log-kb", d.RingBytes>>10, "log text kept in memory per run, in KiB")
 	keepRuns := fs.Int("keep-runs", d.KeepRuns, "finished runs kept on disk")
 	maxRunAge := fs.Duration("max-run-age", d.MaxRunAge, "finished runs older than this are deleted")
-	listen := fs.String("listen", daemon.DefaultListen, "loopback `ADDR` for HTTP MCP clients and the dashboard, guarded by the token in the state directory; \"\" for none")
+	listen := fs.String("listen", loopback.DefaultListen, "loopback `ADDR` for HTTP MCP clients and the dashboard, guarded by the token in the state directory; \"\" for none")
 	upstreams := fs.String("upstreams", "", "the file of shared upstream MCP servers (default: upstreams.json in the config directory; - for none)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -112,7 +114,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *listen != "" {
-		if err := daemon.CheckListen(*listen); err != nil {
+		if err := loopback.CheckListen(*listen); err != nil {
 			return usageError{err}
 		}
 	}

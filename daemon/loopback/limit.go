@@ -1,4 +1,4 @@
-package daemon
+package loopback
 
 import (
 	"log/slog"
@@ -11,18 +11,15 @@ import (
 
 // Connections that idle cost flyd a file descriptor each, and anyone on
 // the machine can open TCP connections without a token. So idle
-// keep-alive connections are closed after connIdle on both listeners,
-// and the TCP listener holds at most tcpConnCap connections, half the
+// keep-alive connections are closed after a short idle time on both
+// listeners (the daemon sets it), and the TCP listener holds at most connCap connections, half the
 // process's descriptor limit: the other half stays for the Unix socket
 // (the user's own clients), runs, upstreams, the index and the store,
 // whatever happens on TCP.
 
-// connIdle is how long a keep-alive connection may wait for its next
-// request.
-const connIdle = 15 * time.Second
-
-// tcpConnCap is how many connections the TCP listener holds at once.
-func tcpConnCap() int {
+// connCap is how many connections the TCP listener holds at once: half
+// the process's descriptor limit.
+func connCap() int {
 	var rl syscall.Rlimit
 	limit := 1024
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 0 && rl.Cur < 1<<30 {
@@ -77,4 +74,11 @@ func (c *cappedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return err
+}
+
+// Limit returns ln holding at most half the process's descriptor limit of
+// connections at once, and that cap.
+func Limit(ln net.Listener, log *slog.Logger) (net.Listener, int) {
+	n := connCap()
+	return &capListener{Listener: ln, cap: n, log: log}, n
 }
