@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -145,4 +146,11 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		l.refuse(p, err)
 		c.Close()
 	}
+}
+
+// onSocket reports whether r came over the Unix socket from a peer
+// checked to be this user.
+func onSocket(r *http.Request) bool {
+	_, ok := peerFrom(r.Context())
+	return ok
 }

@@ -137,7 +137,7 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 // of those: each is told once when it starts and once when it ends, not
 // at every state in between. A live run's log gets a notifier.
 func (s *Server) runChanged(r *runs.Run) {
-	s.changes.bump()
+	s.api.RunChanged(r)
 	live := r.Record().State.Live()
 	s.mu.Lock()
 	_, known := s.notifying[r.ID()]
@@ -155,7 +155,6 @@ func (s *Server) runChanged(r *runs.Run) {
 		s.listed[r.ID()] = true
 	} else {
 		delete(s.listed, r.ID())
-		s.lineCaches.Delete(r.ID())
 	}
 	var sessions []*session
 	if announce {

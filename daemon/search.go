@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/fly-dev/fly/daemon/index"
-	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -247,50 +243,6 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	}
 	res.Completion.Total = len(res.Completion.Values)
 	return res, nil
-}
-
-// serveGrep is GET /v1/grep?workspace=DIR&pattern=…: files_grep for
-// flyctl grep, as JSON (wire.GrepResult).
-func (s *Server) serveGrep(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	ctxN := 0
-	if v := q.Get("context"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			http.Error(w, "context must be a number", http.StatusBadRequest)
-			return
-		}
-		ctxN = n
-	}
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	p := grepParams{Pattern: q.Get("pattern"), Literal: q.Get("literal") == "1", Glob: q.Get("glob"),
-		CaseInsensitive: q.Get("i") == "1", Context: ctxN, Limit: limit, Cursor: q.Get("cursor")}
-	ws, err := s.ws.acquire(q.Get("workspace"))
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorReply{Error: err.Error()})
-		return
-	}
-	defer s.ws.release(ws)
-	res, err := s.grep(r.Context(), ws, p)
-	if err != nil {
-		code := http.StatusBadRequest
-		if errors.Is(err, context.Canceled) {
-			code = http.StatusServiceUnavailable
-		}
-		writeJSON(w, code, errorReply{Error: err.Error()})
-		return
-	}
-	out := wire.GrepResult{Root: ws.root, Matches: res.Matches, FilesSearched: res.FilesSearched,
-		SkippedBinary: res.SkippedBinary, SkippedLarge: res.SkippedLarge, Truncated: res.Truncated, NextCursor: res.NextCursor}
-	for _, f := range res.Files {
-		rel := strings.TrimPrefix(f.URI, workspacePrefix)
-		gf := wire.GrepFile{Path: rel}
-		for _, m := range f.Matches {
-			gf.Matches = append(gf.Matches, wire.GrepMatch{Line: m.Line, Text: m.Text, Before: m.Before, After: m.After})
-		}
-		out.Files = append(out.Files, gf)
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 // completePromptArg completes the arguments of flyd's prompts: the

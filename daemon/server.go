@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,10 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/localapi"
 	"github.com/fly-dev/fly/daemon/loopback"
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/runs"
@@ -147,7 +146,7 @@ type Server struct {
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
 	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
-	changes    *changes         // status changes, for /v1/events
+	api        *localapi.API    // /v1/* and the dashboard
 	http       httpSessions     // Streamable HTTP sessions
 	httpWG     sync.WaitGroup   // their serveSession goroutines
 	tokens     *loopback.Tokens // the TCP listener's; nil without one
@@ -156,9 +155,6 @@ type Server struct {
 
 	toolsMu  sync.Mutex
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
-
-	followersCut atomic.Int64 // log followers cut for missing a write deadline
-	lineCaches   sync.Map     // run id → *lineCache: a live run's NDJSON lines, shared by its HTTP followers
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -172,12 +168,16 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool),
-		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}, changes: newChanges()}
+		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
 	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper},
 		cfg.Log, s.runChanged)
 	s.mcp = s.newMCPServer()
+	s.api = localapi.New(localapi.Config{
+		Runs: s.runs, Status: s.status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,
+		RotateToken: s.rotateToken, Trusted: onSocket, MaxFileBytes: cfg.MaxReadBytes, WriteTimeout: cfg.WriteTimeout, Log: cfg.Log,
+	})
 	return s
 }
 
@@ -286,7 +286,7 @@ func (s *Server) shutdown(hs *http.Server) {
 		s.up.Close()
 	}
 	s.runs.Close()
-	s.changes.close()
+	s.api.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(ctx) // stops accepting; hijacked WebSockets are ours to close
@@ -356,28 +356,14 @@ func (s *Server) startStore(db *store.DB, marksPath string) (stop func(), err er
 
 // Handler is flyd's HTTP API, the same on every listener. Every reply
 // carries the daemon's version.
-func (s *Server) Handler() http.Handler { return s.headers(s.routes()) }
-
-// headers sets what every reply carries, the guard's refusals included.
-func (s *Server) headers(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
-		setPageHeaders(w.Header())
-		next.ServeHTTP(w, r)
-	})
-}
+func (s *Server) Handler() http.Handler { return localapi.Headers(s.routes()) }
 
 // routes serves every route, after checking the version a client sent.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.RouteMCP, s.serveMCP)
-	mux.HandleFunc("GET "+wire.RouteStatus, s.serveStatus)
-	mux.HandleFunc("GET "+wire.RouteGrep, s.serveGrep)
-	mux.HandleFunc("POST "+wire.RouteUpstreams+"{name}/restart", s.serveUpstreamRestart)
-	mux.HandleFunc("POST "+wire.RouteTokenRotate, s.serveTokenRotate)
 	mux.HandleFunc(wire.RouteStreamable, s.serveStreamable)
-	s.addRunRoutes(mux)
-	s.addDashboard(mux)
+	s.api.Register(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := r.Header.Get(wire.HeaderVersion); h != "" {
 			if err := wire.CheckPeer("flyd", "flyctl", h); err != nil {
@@ -474,8 +460,8 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		w.mu.Unlock()
 	}
 	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "peer_pid", sess.peerPID)
-	s.changes.bump()
-	defer s.changes.bump()
+	s.api.Changed()
+	defer s.api.Changed()
 
 	err = ss.Wait()
 
@@ -572,11 +558,4 @@ func (s *Server) status() Status {
 		}
 	}
 	return st
-}
-
-func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(s.status())
 }

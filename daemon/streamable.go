@@ -364,6 +364,6 @@ func (s *Server) bindWorkspace(ctx context.Context, sess *session) error {
 	w.sessions[sess] = true
 	w.mu.Unlock()
 	s.log.Info("session bound to the client's first root", logSession, sess.id, "workspace", w.root)
-	s.changes.bump()
+	s.api.Changed()
 	return nil
 }

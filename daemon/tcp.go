@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/localapi"
 	"github.com/fly-dev/fly/daemon/loopback"
 )
 
@@ -42,7 +42,7 @@ func (s *Server) startTCP() (stop func()) {
 		s.log.Warn("write the listener's address", logErr, err)
 	}
 	hs := &http.Server{
-		Handler:           s.headers(s.tokens.Guard(s.routes(), localPublic)),
+		Handler:           localapi.Headers(s.tokens.Guard(s.routes(), localapi.Public)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       connIdle,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
@@ -83,22 +83,10 @@ func (s *Server) closeHTTPSessions() {
 	}
 }
 
-// serveTokenRotate replaces the token. Only a peer on the socket may: a
-// holder of the old token cannot lock its owner out.
-func (s *Server) serveTokenRotate(w http.ResponseWriter, r *http.Request) {
-	if _, ok := peerFrom(r.Context()); !ok {
-		http.Error(w, "rotate the token through the socket (flyctl token rotate)", http.StatusForbidden)
-		return
-	}
+// rotateToken replaces the loopback listener's token.
+func (s *Server) rotateToken() (string, error) {
 	if s.tokens == nil {
-		http.Error(w, "flyd has no loopback listener (flyd run --listen)", http.StatusConflict)
-		return
+		return "", localapi.ErrUnavailable
 	}
-	tok, err := s.tokens.Rotate()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"token": tok})
+	return s.tokens.Rotate()
 }

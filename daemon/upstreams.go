@@ -2,16 +2,15 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/fly-dev/fly/daemon/localapi"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
 	"github.com/fly-dev/fly/internal/mcpconfig"
@@ -48,7 +47,7 @@ func (s *Server) startUpstreams(db *store.DB) (stop func()) {
 		Cache:    db,
 		Linger:   s.cfg.Linger,
 		Reserved: func(name string) bool { return s.own[name] },
-		Changed:  s.changes.bump,
+		Changed:  s.api.Changed,
 		Log:      s.log.With("component", "upstream"),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,20 +111,6 @@ func (p upstreamProc) Stdio() (io.WriteCloser, io.ReadCloser) { return p.r.Stdio
 func (p upstreamProc) Done() <-chan struct{}                  { return p.r.Done() }
 func (p upstreamProc) Tail(n int) []string                    { return p.r.Tail(n) }
 func (p upstreamProc) Stop(ctx context.Context) error         { return p.r.Stop(ctx) }
-
-func (s *Server) serveUpstreamRestart(w http.ResponseWriter, r *http.Request) {
-	if s.up == nil {
-		http.Error(w, "upstreams are not running", http.StatusServiceUnavailable)
-		return
-	}
-	n, err := s.up.Restart(r.PathValue("name"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]int{"restarted": n})
-}
 
 // proxyUpstream answers the methods that upstreams take part in, and
 // reports whether it did; the SDK's own handlers answer the rest.
@@ -237,4 +222,12 @@ func (s *Server) listTools(ctx context.Context, method string, req mcp.Request, 
 		}
 	}
 	return &mcp.ListToolsResult{Tools: tools}, nil
+}
+
+// restartUpstream restarts the instances of the named upstream.
+func (s *Server) restartUpstream(name string) (int, error) {
+	if s.up == nil {
+		return 0, localapi.ErrUnavailable
+	}
+	return s.up.Restart(name)
 }

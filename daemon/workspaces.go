@@ -225,3 +225,12 @@ func (ws *workspaces) close() {
 	}
 	ws.wg.Wait()
 }
+
+// openWorkspace opens the workspace of dir for one HTTP request.
+func (s *Server) openWorkspace(dir string) (root string, idx *index.Index, release func(), err error) {
+	w, err := s.ws.acquire(dir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return w.root, w.index, func() { s.ws.release(w) }, nil
+}

@@ -1,4 +1,4 @@
-package daemon
+package localapi
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,51 +23,70 @@ import (
 	"github.com/fly-dev/fly/daemon/runs"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
 )
 
-// apiServer is an in-process flyd with a store and the fake flutter,
-// serving its Handler over HTTP.
+// apiServer is the API over a runs engine with a store and the fake
+// flutter, served over HTTP as the daemon serves it.
 type apiServer struct {
-	s    *Server
+	api  *API
+	runs *runs.Engine
 	db   *store.DB
 	url  string
 	c    *http.Client
 	root string // a Flutter project, symlinks resolved (a workspace key)
 }
 
-// newAPIServer starts a Server for cfg (its Flutter is the fake) with a
+// serverConfig is what a test changes of the engine and the API.
+type serverConfig struct {
+	RingEntries  int
+	WriteTimeout time.Duration
+	Heartbeat    time.Duration
+}
+
+// newAPIServer starts the API for cfg (its Flutter is the fake) with a
 // store opened with opts. With unix set it listens on a Unix socket, as
 // flyd does, whose small buffers make a stalled reader stall quickly;
 // else on loopback TCP. Cleanup stops every run, then the server.
-func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiServer {
+func newAPIServer(t testing.TB, cfg serverConfig, opts store.Options, unix bool) *apiServer {
 	t.Helper()
 	flutter, err := fakeflutter.Install(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Flutter = flutter
-	s := New(cfg)
+	log := slog.New(slog.DiscardHandler)
+	a := &apiServer{}
+	a.runs = runs.New(runs.Config{Flutter: flutter, StopGrace: 5 * time.Second, RingEntries: cfg.RingEntries, RingBytes: 100 << 10}, log,
+		func(r *runs.Run) { a.api.RunChanged(r) })
+	a.api = New(Config{Runs: a.runs, Status: func() wire.Status { return wire.Status{} }, WriteTimeout: cfg.WriteTimeout, Heartbeat: cfg.Heartbeat, Log: log})
 	db, err := store.Open(filepath.Join(t.TempDir(), "fly.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopStore, err := s.startStore(db, "")
-	if err != nil {
+	a.db = db
+	if err := a.runs.Open(db, ""); err != nil {
 		t.Fatal(err)
 	}
+	ctx, stopWriter := context.WithCancel(context.Background())
+	written := make(chan struct{})
+	go func() { // owned by the cleanup below
+		defer close(written)
+		_ = db.Run(ctx)
+	}()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, root, map[string]string{
+	flytest.WriteTree(t, root, map[string]string{
 		"pubspec.yaml":  "name: demo\ndependencies:\n  flutter:\n    sdk: flutter\n",
 		"lib/main.dart": "void main() {}\n",
 	})
-	a := &apiServer{s: s, db: db, root: root}
-
-	hs := httptest.NewUnstartedServer(s.Handler())
+	a.root = root
+	mux := http.NewServeMux()
+	a.api.Register(mux)
+	hs := httptest.NewUnstartedServer(Headers(mux))
 	if unix {
 		dir, err := os.MkdirTemp("", "flyapi") // short: socket paths are capped
 		if err != nil {
@@ -91,12 +111,13 @@ func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiS
 		a.url, a.c = hs.URL, hs.Client()
 	}
 	t.Cleanup(func() {
-		s.runs.Close() // ends every follow with its exit line
+		a.runs.Close() // ends every follow with its exit line
 		hs.CloseClientConnections()
 		hs.Close()
-		s.notifyWG.Wait()
-		stopStore()
-		s.ws.close()
+		a.api.Close()
+		stopWriter()
+		<-written
+		db.Close()
 	})
 	return a
 }
@@ -115,7 +136,7 @@ func (a *apiServer) start(t testing.TB, vars ...string) *runs.Run {
 		k, val, _ := strings.Cut(v, "=")
 		env[k] = val
 	}
-	r, err := a.s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: a.root, Env: env, Args: []string{"run", "--machine"}})
+	r, err := a.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: a.root, Env: env, Args: []string{"run", "--machine"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +149,7 @@ func (a *apiServer) start(t testing.TB, vars ...string) *runs.Run {
 		t.Fatalf("run %s did not start within 30s", r.ID())
 	}
 	if st := r.Record().State; st != store.StateRunning {
-		t.Fatalf("run %s: state %s, want running\n%s", r.ID(), st, tailText(r.Ring(), 30))
+		t.Fatalf("run %s: state %s, want running\n%s", r.ID(), st, tail(r, 30))
 	}
 	return r
 }
@@ -144,7 +165,7 @@ func waitLog(t testing.TB, r *runs.Run, text string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.ID(), text, tailText(r.Ring(), 20))
+			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.ID(), text, tail(r, 20))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -333,7 +354,7 @@ func entryTexts(lines []ndLine) []string {
 }
 
 func TestHTTPRunsListGetStop(t *testing.T) {
-	a := newAPIServer(t, Config{}, store.Options{}, false)
+	a := newAPIServer(t, serverConfig{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=0")
 
 	var list runsReply
@@ -361,7 +382,7 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 		}
 	}
 
-	var info RunInfo
+	var info wire.Run
 	a.getJSON(t, "GET", "/v1/runs/"+r.ID(), 200, &info)
 	if info.RunID != r.ID() || info.State != "running" || info.LogURI != "logs://run/"+r.ID() || info.Root != a.root || info.PID == 0 || info.AppID == "" {
 		t.Errorf("GET /v1/runs/%s = %+v", r.ID(), info)
@@ -380,12 +401,12 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 		t.Errorf("GET .../stop = %s, want 405", resp.Status)
 	}
 
-	var stopped RunInfo
+	var stopped wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	if stopped.State != "stopped" || stopped.ExitCode == nil || stopped.EndedAt.IsZero() {
 		t.Errorf("POST stop = %+v, want stopped with an exit code and an end time", stopped)
 	}
-	var again RunInfo
+	var again wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &again)
 	if !reflect.DeepEqual(stopped, again) {
 		t.Errorf("stopping a stopped run changed it: %+v, then %+v", stopped, again)
@@ -431,7 +452,7 @@ func TestParseLogsParams(t *testing.T) {
 }
 
 func TestHTTPRunsLogs(t *testing.T) {
-	a := newAPIServer(t, Config{}, store.Options{}, false)
+	a := newAPIServer(t, serverConfig{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvLines+"=20", fakeflutter.EnvTickMS+"=1")
 	waitLog(t, r, "flutter: tick 20")
 	last := r.Ring().Last()
@@ -509,14 +530,14 @@ func contains(ss []string, s string) bool {
 // gets every line once and then the exit record; a follow of an ended run
 // gets its history and the same exit record at once.
 func TestHTTPRunsFollow(t *testing.T) {
-	a := newAPIServer(t, Config{}, store.Options{}, false)
+	a := newAPIServer(t, serverConfig{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=20")
 	f := a.follow(t, r.ID(), "after=0")
 	seen := r.Ring().Last()
 	// Lines printed after the follow began arrive live.
 	got := f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineEntry && l.Seq > seen+3 })
 
-	var stopped RunInfo
+	var stopped wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	got = append(got, f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })...)
 	select {
@@ -544,9 +565,7 @@ func TestHTTPRunsFollow(t *testing.T) {
 }
 
 func TestHTTPRunsHeartbeat(t *testing.T) {
-	defer func(d time.Duration) { heartbeatEvery = d }(heartbeatEvery)
-	heartbeatEvery = 200 * time.Millisecond
-	a := newAPIServer(t, Config{}, store.Options{}, false)
+	a := newAPIServer(t, serverConfig{Heartbeat: 200 * time.Millisecond}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=0") // an idle app
 	waitLog(t, r, "app.devTools")               // its last event after app.started
 	f := a.follow(t, r.ID(), "tail=0")
@@ -556,7 +575,7 @@ func TestHTTPRunsHeartbeat(t *testing.T) {
 			t.Fatalf("idle follow sent %+v, want a heartbeat at seq %d", l, r.Ring().Last())
 		}
 	}
-	var stopped RunInfo
+	var stopped wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	got := f.until(t, 30*time.Second, func(l ndLine) bool { return l.Type == wire.LogLineExit })
 	if exit := got[len(got)-1]; exit.State != "stopped" {
@@ -568,7 +587,7 @@ func TestHTTPRunsHeartbeat(t *testing.T) {
 // holds gets one gap line that says how many lines it lost and where it
 // resumes; what the ring evicted but the store keeps is read back whole.
 func TestHTTPRunsGap(t *testing.T) {
-	a := newAPIServer(t, Config{RingEntries: 10}, store.Options{MaxLogEntries: 40}, false)
+	a := newAPIServer(t, serverConfig{RingEntries: 10}, store.Options{MaxLogEntries: 40}, false)
 	r := a.start(t, fakeflutter.EnvLines+"=200", fakeflutter.EnvTickMS+"=1")
 	waitLog(t, r, "flutter: tick 200")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -623,7 +642,7 @@ func TestHTTPRunsGap(t *testing.T) {
 // cursor with nothing duplicated or skipped unreported.
 func TestHTTPRunsStalledFollower(t *testing.T) {
 	const lines = 50000
-	a := newAPIServer(t, Config{WriteTimeout: time.Second}, store.Options{}, true)
+	a := newAPIServer(t, serverConfig{WriteTimeout: time.Second}, store.Options{}, true)
 	r := a.start(t, fakeflutter.EnvStartupMS+"=300", fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"="+strconv.Itoa(lines))
 
 	// The stalled follower sends its request and never reads.
@@ -647,13 +666,13 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 	// Wait until flyd has cut the stalled follower for missing its write
 	// deadline. Then stop the run: a follower still connected would get
 	// the exit line.
-	for deadline := time.Now().Add(60 * time.Second); a.s.followersCut.Load() == 0; {
+	for deadline := time.Now().Add(60 * time.Second); a.api.FollowersCut() == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the stalled follower was not cut within 60s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var stopped RunInfo
+	var stopped wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
@@ -684,7 +703,7 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 
 // TestHTTPRunsVersionHeader: log streams carry the version header too.
 func TestHTTPRunsVersionHeader(t *testing.T) {
-	a := newAPIServer(t, Config{}, store.Options{}, false)
+	a := newAPIServer(t, serverConfig{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvTickMS+"=0")
 	resp := a.do(t, "GET", "/v1/runs/"+r.ID()+"/logs")
 	defer resp.Body.Close()
@@ -698,7 +717,7 @@ func TestHTTPRunsVersionHeader(t *testing.T) {
 // the store, with no gap, when the store still holds it.
 func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
 	const lines = 20000
-	a := newAPIServer(t, Config{RingEntries: 10, WriteTimeout: time.Minute}, store.Options{QueueSize: 1 << 16}, true)
+	a := newAPIServer(t, serverConfig{RingEntries: 10, WriteTimeout: time.Minute}, store.Options{QueueSize: 1 << 16}, true)
 	r := a.start(t, fakeflutter.EnvStartupMS+"=300", fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"="+strconv.Itoa(lines))
 
 	conn, err := a.c.Transport.(*http.Transport).DialContext(context.Background(), "", "")
@@ -744,4 +763,13 @@ func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
 	if exit := lastLine(got); exit.Type != wire.LogLineExit || end != r.Ring().Last() {
 		t.Errorf("follow ends with %+v at seq %d, want the exit line at seq %d", exit, end, r.Ring().Last())
 	}
+}
+
+// tail is the last n entries of r's log, for failure messages.
+func tail(r *runs.Run, n int) string {
+	var b strings.Builder
+	for _, e := range r.Ring().Tail(n) {
+		b.WriteString(e.Text + "\n")
+	}
+	return b.String()
 }

@@ -1,4 +1,4 @@
-package daemon
+package localapi
 
 import (
 	"bytes"
@@ -9,11 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,141 +21,14 @@ import (
 	"github.com/fly-dev/fly/store"
 )
 
-// heartbeatEvery is how often a log follow with nothing to send writes a
-// heartbeat line, so that a client can tell an idle run from a dead
-// connection. It is read when the routes are registered; tests shorten it
-// before they build a Handler.
-var heartbeatEvery = 15 * time.Second
-
-// Log attribute keys of the HTTP API.
-const (
-	logPath   = "path"
-	logStatus = "status"
-)
-
-// runsAPI serves the runs routes for flyctl: list, get, stop and the
-// NDJSON log stream. Each route is one method; addRunRoutes registers
-// them all.
-type runsAPI struct {
-	s         *Server
-	heartbeat time.Duration
-}
-
-// lines returns the cache of encoded log lines of rn, shared by all its
-// followers; runChanged drops it when the run ends.
-func (a *runsAPI) lines(rn *runs.Run) *lineCache {
-	if c, ok := a.s.lineCaches.Load(rn.ID()); ok {
-		return c.(*lineCache)
-	}
-	c, _ := a.s.lineCaches.LoadOrStore(rn.ID(), new(lineCache))
-	return c.(*lineCache)
-}
-
-// addRunRoutes registers the runs routes on mux.
-func (s *Server) addRunRoutes(mux *http.ServeMux) {
-	a := &runsAPI{s: s, heartbeat: heartbeatEvery}
-	mux.HandleFunc("GET "+wire.RouteRuns, a.route(a.list))
-	mux.HandleFunc("GET "+wire.RouteRun, a.route(a.get))
-	mux.HandleFunc("POST "+wire.RouteRunStop, a.route(a.stop))
-	mux.HandleFunc("POST "+wire.RouteRunReload, a.route(a.reload))
-	mux.HandleFunc("GET "+wire.RouteEvents, a.route(a.events))
-	mux.HandleFunc("GET "+wire.RouteRunLogs, a.route(a.logs))
-}
-
-// apiError is an error with the HTTP status and the hint it is answered
-// with.
-type apiError struct {
-	code int
-	msg  string
-	hint string
-}
-
-func (e *apiError) Error() string { return e.msg }
-
-func badRequest(format string, args ...any) error {
-	return &apiError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
-}
-
-// errorReply is the body of every error answer of the HTTP API.
-type errorReply struct {
-	Error string `json:"error"`
-	Hint  string `json:"hint,omitempty"`
-}
-
-// streamError ends a log stream whose headers are already sent: it is
-// logged, never answered.
-type streamError struct{ err error }
-
-func (e streamError) Error() string { return e.err.Error() }
-func (e streamError) Unwrap() error { return e.err }
-
-// route turns a handler's error into its JSON answer, the one place that
-// does so, and logs the request.
-func (a *runsAPI) route(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		err := h(w, r)
-		status := http.StatusOK
-		var se streamError
-		var ae *apiError
-		switch {
-		case err == nil:
-		case errors.As(err, &se):
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				a.s.followersCut.Add(1)
-			}
-		case errors.As(err, &ae):
-			status = ae.code
-			writeJSON(w, status, errorReply{Error: ae.msg, Hint: ae.hint})
-		default:
-			status = http.StatusInternalServerError
-			writeJSON(w, status, errorReply{Error: err.Error()})
-		}
-		attrs := []any{logCID, fmt.Sprintf("h%x", requestSeq.Add(1)), logMethod, r.Method, logPath, r.URL.Path,
-			logStatus, status, logElapsed, float64(time.Since(start).Microseconds()) / 1000}
-		if err != nil {
-			attrs = append(attrs, logErr, err.Error())
-		}
-		a.s.log.Debug("http request", attrs...)
-	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-// onlyParams refuses query parameters other than names, and repeated ones.
-func onlyParams(q url.Values, names ...string) error {
-	for k, vs := range q {
-		known := false
-		for _, n := range names {
-			known = known || k == n
-		}
-		switch {
-		case !known && len(names) == 0:
-			return badRequest("unknown query parameter %q; this route takes none", k)
-		case !known:
-			return badRequest("unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
-		}
-		if len(vs) != 1 {
-			return badRequest("query parameter %q is given %d times", k, len(vs))
-		}
-	}
-	return nil
-}
-
 // runsReply is the body of GET /v1/runs.
 type runsReply struct {
-	Runs []RunInfo `json:"runs"`
+	Runs []wire.Run `json:"runs"`
 }
 
 // list answers GET /v1/runs: the runs of every workspace (all=1 is the
 // default here), or of root=/abs, newest first.
-func (a *runsAPI) list(w http.ResponseWriter, r *http.Request) error {
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if err := onlyParams(q, "all", "root"); err != nil {
 		return err
@@ -181,11 +51,11 @@ func (a *runsAPI) list(w http.ResponseWriter, r *http.Request) error {
 			root = filepath.Clean(root)
 		}
 	}
-	recs, err := a.s.runs.List(root)
+	recs, err := a.cfg.Runs.List(root)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}
-	reply := runsReply{Runs: make([]RunInfo, 0, len(recs))}
+	reply := runsReply{Runs: make([]wire.Run, 0, len(recs))}
 	for _, rec := range recs {
 		reply.Runs = append(reply.Runs, runs.Info(rec))
 	}
@@ -194,9 +64,9 @@ func (a *runsAPI) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 // find returns the run named by the request path.
-func (a *runsAPI) find(r *http.Request) (*runs.Run, error) {
+func (a *API) find(r *http.Request) (*runs.Run, error) {
 	id := r.PathValue("id")
-	rn, err := a.s.runs.Get(id)
+	rn, err := a.cfg.Runs.Get(id)
 	if errors.Is(err, runs.ErrNoSuchRun) {
 		return nil, &apiError{code: http.StatusNotFound, msg: fmt.Sprintf("no such run %q", id),
 			hint: "list the runs with: flyctl runs --all"}
@@ -208,7 +78,7 @@ func (a *runsAPI) find(r *http.Request) (*runs.Run, error) {
 }
 
 // get answers GET /v1/runs/{id}.
-func (a *runsAPI) get(w http.ResponseWriter, r *http.Request) error {
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r.URL.Query()); err != nil {
 		return err
 	}
@@ -224,7 +94,7 @@ func (a *runsAPI) get(w http.ResponseWriter, r *http.Request) error {
 // flutter_stop does, then the run's final state. Stopping an ended run
 // just returns it. A client that hangs up does not cut the stop short
 // (that would skip the graceful steps): it is bounded by the grace periods.
-func (a *runsAPI) stop(w http.ResponseWriter, r *http.Request) error {
+func (a *API) stop(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r.URL.Query()); err != nil {
 		return err
 	}
@@ -241,7 +111,7 @@ func (a *runsAPI) stop(w http.ResponseWriter, r *http.Request) error {
 
 // reload answers POST /v1/runs/{id}/reload[?full=1]: a hot reload (or
 // restart) as flutter_hot_reload does, with flutter's answer.
-func (a *runsAPI) reload(w http.ResponseWriter, r *http.Request) error {
+func (a *API) reload(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r.URL.Query(), "full"); err != nil {
 		return err
 	}
@@ -255,43 +125,6 @@ func (a *runsAPI) reload(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"code": res.Code, "message": res.Message})
 	return nil
-}
-
-// events answers GET /v1/events: the status document now, then again
-// each time it changes (coalesced, at most every 100 ms), and a heartbeat
-// line when nothing changed for a while. The dashboard lives on it.
-func (a *runsAPI) events(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Content-Type", wire.ContentNDJSON)
-	w.Header().Set("Cache-Control", "no-store")
-	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
-	for {
-		changed := a.s.changes.wait()
-		_ = rc.SetWriteDeadline(time.Now().Add(a.s.cfg.WriteTimeout))
-		if err := enc.Encode(a.s.status()); err != nil {
-			return streamError{err}
-		}
-		if err := rc.Flush(); err != nil {
-			return streamError{err}
-		}
-		t := time.NewTimer(a.heartbeat)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			return nil
-		case <-a.s.changes.closed():
-			t.Stop()
-			return nil
-		case <-changed:
-			t.Stop()
-			select { // coalesce a burst
-			case <-r.Context().Done():
-				return nil
-			case <-time.After(100 * time.Millisecond):
-			}
-		case <-t.C:
-		}
-	}
 }
 
 // logsParams is the query of GET /v1/runs/{id}/logs.
@@ -442,7 +275,7 @@ func (lw *lineWriter) flush() error {
 // which only the last tail), then either an "end" line, or, with follow,
 // the live entries with heartbeats while idle and an "exit" line once the
 // run has ended. Entries the log no longer holds are one gap line.
-func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
+func (a *API) logs(w http.ResponseWriter, r *http.Request) error {
 	p, err := parseLogsParams(r.URL.Query())
 	if err != nil {
 		return err
@@ -459,7 +292,7 @@ func (a *runsAPI) logs(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	lw := &lineWriter{w: w, rc: http.NewResponseController(w), timeout: a.s.cfg.WriteTimeout, lines: a.lines(rn)}
+	lw := &lineWriter{w: w, rc: http.NewResponseController(w), timeout: a.cfg.WriteTimeout, lines: a.lines(rn)}
 	defer lw.rc.SetWriteDeadline(time.Time{})
 	ctx := r.Context()
 
@@ -494,7 +327,7 @@ func status(typ string, rec store.Record, last uint64) statusLine {
 // history writes the entries after since up to until at least, a page at
 // a time. Each page is read (ring, else store) into memory first and
 // written after: nothing is held across a network write.
-func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *runs.Run, since, until uint64) error {
+func (a *API) history(ctx context.Context, lw *lineWriter, rn *runs.Run, since, until uint64) error {
 	for {
 		es := rn.History(ctx, since)
 		if len(es) == 0 {
@@ -519,9 +352,9 @@ func (a *runsAPI) history(ctx context.Context, lw *lineWriter, rn *runs.Run, sin
 // nothing came for a while, and the exit line once the run has ended and
 // its log is drained. A follower that fell behind the ring is caught up
 // from the store when it still holds the entries.
-func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *runs.Run) error {
+func (a *API) follow(ctx context.Context, lw *lineWriter, rn *runs.Run) error {
 	cur := rn.Ring().Cursor(lw.last)
-	beat := time.NewTicker(a.heartbeat)
+	beat := time.NewTicker(a.cfg.Heartbeat)
 	defer beat.Stop()
 	for {
 		select {
@@ -537,7 +370,7 @@ func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *runs.Run) erro
 			if err != nil {
 				return err
 			}
-			if batch[0].Gap != nil && a.s.runs.Persisted() {
+			if batch[0].Gap != nil && a.cfg.Runs.Persisted() {
 				if err := a.history(ctx, lw, rn, lw.last, batch[len(batch)-1].Seq); err != nil {
 					return err
 				}
@@ -545,7 +378,7 @@ func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *runs.Run) erro
 			} else {
 				lw.entries(batch)
 			}
-			beat.Reset(a.heartbeat)
+			beat.Reset(a.cfg.Heartbeat)
 		}
 		if err := lw.flush(); err != nil {
 			return err
@@ -554,7 +387,7 @@ func (a *runsAPI) follow(ctx context.Context, lw *lineWriter, rn *runs.Run) erro
 }
 
 // exit writes the exit line of a run whose log has closed.
-func (a *runsAPI) exit(ctx context.Context, lw *lineWriter, rn *runs.Run) error {
+func (a *API) exit(ctx context.Context, lw *lineWriter, rn *runs.Run) error {
 	select {
 	case <-rn.Done(): // the record is final
 	case <-ctx.Done():
@@ -564,42 +397,12 @@ func (a *runsAPI) exit(ctx context.Context, lw *lineWriter, rn *runs.Run) error 
 	return lw.flush()
 }
 
-// changes tells waiters that flyd's status changed: sessions, runs,
-// upstreams. It is a broadcast without per-waiter queues.
-type changes struct {
-	mu   sync.Mutex
-	ch   chan struct{}
-	done chan struct{}
-}
-
-func newChanges() *changes {
-	return &changes{ch: make(chan struct{}), done: make(chan struct{})}
-}
-
-// wait returns a channel closed at the next change.
-func (c *changes) wait() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ch
-}
-
-// bump wakes every waiter.
-func (c *changes) bump() {
-	c.mu.Lock()
-	close(c.ch)
-	c.ch = make(chan struct{})
-	c.mu.Unlock()
-}
-
-// closed is closed when flyd stops: event streams end.
-func (c *changes) closed() <-chan struct{} { return c.done }
-
-func (c *changes) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.done:
-	default:
-		close(c.done)
+// lines returns the cache of encoded log lines of rn, shared by all its
+// followers; RunChanged drops it when the run ends.
+func (a *API) lines(rn *runs.Run) *lineCache {
+	if c, ok := a.lineCaches.Load(rn.ID()); ok {
+		return c.(*lineCache)
 	}
+	c, _ := a.lineCaches.LoadOrStore(rn.ID(), new(lineCache))
+	return c.(*lineCache)
 }

@@ -1,10 +1,12 @@
-package daemon
+package localapi
 
 import (
 	"embed"
 	"io/fs"
 	"net/http"
 	"strings"
+
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // The dashboard is plain HTML, CSS and JavaScript embedded in flyd: no
@@ -13,7 +15,8 @@ import (
 //go:embed dashboard
 var dashboardFiles embed.FS
 
-func (s *Server) addDashboard(mux *http.ServeMux) {
+// addDashboard serves the dashboard's page and files.
+func addDashboard(mux *http.ServeMux) {
 	sub, _ := fs.Sub(dashboardFiles, "dashboard")
 	files := http.FileServerFS(sub)
 	mux.Handle("GET /dashboard/", http.StripPrefix("/dashboard/", noStore(files)))
@@ -23,18 +26,18 @@ func (s *Server) addDashboard(mux *http.ServeMux) {
 	})
 }
 
-// localPublic reports whether path is one of the dashboard's static
+// Public reports whether path is one of the dashboard's static
 // files, which hold no data and so are served without the token (a
 // browser's navigation cannot send one).
-func localPublic(path string) bool {
+func Public(path string) bool {
 	return path == "/" || strings.HasPrefix(path, "/dashboard/")
 }
 
-// setPageHeaders sets what every response carries so that no page of
+// SetPageHeaders sets what every response carries so that no page of
 // flyd's can be framed by another (clickjacking its Stop buttons) or run
 // anything but its own scripts. It is the one place that sets them:
-// Handler and the TCP guard's own refusals call it.
-func setPageHeaders(h http.Header) {
+// the daemon calls it for every answer, the TCP guard's refusals included.
+func SetPageHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -45,5 +48,16 @@ func noStore(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
+	})
+}
+
+// Headers sets what every answer of flyd carries, on every listener and
+// route (MCP's included), before next answers: the daemon's version and
+// the page headers. The TCP guard's refusals carry them too.
+func Headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderVersion, wire.VersionHeader())
+		SetPageHeaders(w.Header())
+		next.ServeHTTP(w, r)
 	})
 }
