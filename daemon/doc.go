@@ -1,8 +1,21 @@
 // Package daemon is flyd: one per-user server that every MCP client
-// shares. It owns the sessions, the MCP handlers (one mcp.Server, one
-// Connect per client connection), the shared workspace indexes, and the
-// HTTP routes on the Unix socket. Server.Run blocks until its context is
-// cancelled.
+// shares. It owns the server's lifetime (Server.Run blocks until its
+// context is cancelled), the listeners (the Unix socket with its peer
+// check, and the loopback TCP listener), the sessions (one per client
+// connection: the shim's WebSocket, Streamable HTTP, in-memory in tests)
+// and the workspaces they share, and it wires its parts together:
+//
+//   - daemon/mcpserver answers MCP: tools, prompts, resources;
+//   - daemon/localapi answers /v1/* and serves the dashboard;
+//   - daemon/mcpconn is the connection a session is served on;
+//   - daemon/loopback guards the TCP listener;
+//   - daemon/runs, daemon/index, daemon/upstream and daemon/overview do
+//     the work.
+//
+// Streamable HTTP stays here: a session over it is created, bound to a
+// workspace, evicted and reaped by the daemon's session table, and the
+// rest of it is the go-sdk's transport. Peer credentials stay here too:
+// they decide who may connect to the socket, which the daemon listens on.
 //
 // It does not own paths (internal/paths), flags or signals (cmd/flyd), or
 // the client side of the socket (shim).

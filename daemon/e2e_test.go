@@ -42,7 +42,7 @@ func sharedScenario(t *testing.T, connect connector, status func() *Status) {
 	if !slices.Equal(la, lb) {
 		t.Fatalf("two sessions on one workspace list differently:\nA %v\nB %v", la, lb)
 	}
-	want := []string{uriOverview, uriSessionsCurrent, uriSessionsRecent, "workspace:///lib/main.dart", "workspace:///lib/other.dart", "workspace:///pubspec.yaml"}
+	want := []string{"fly://project/overview", "fly://sessions/current", "fly://sessions/recent", "workspace:///lib/main.dart", "workspace:///lib/other.dart", "workspace:///pubspec.yaml"}
 	if !slices.Equal(la, want) {
 		t.Fatalf("resources/list = %v, want %v", la, want)
 	}
@@ -199,23 +199,23 @@ func TestEscapesRefused(t *testing.T) {
 		{"workspace:///..\\outside.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib\\..\\..\\outside.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///../app-secrets/notes.dart", jsonrpc.CodeInvalidParams},
-		{"workspace:///lib/link_out.dart", codeResourceNotFound},
-		{"workspace:///lib/dir_out/notes.dart", codeResourceNotFound},
-		{"workspace:///passwd.txt", codeResourceNotFound},
-		{"workspace:///android/key.properties", codeResourceNotFound},
-		{"workspace:///.env", codeResourceNotFound},
-		{"workspace:///.env.production", codeResourceNotFound},
-		{"workspace:///android/app/release.jks", codeResourceNotFound},
-		{"workspace:///certs/server.pem", codeResourceNotFound},
-		{"workspace:///build/app.dart", codeResourceNotFound},
-		{"workspace:///lib/logo.png", codeResourceNotFound},
+		{"workspace:///lib/link_out.dart", -32002},
+		{"workspace:///lib/dir_out/notes.dart", -32002},
+		{"workspace:///passwd.txt", -32002},
+		{"workspace:///android/key.properties", -32002},
+		{"workspace:///.env", -32002},
+		{"workspace:///.env.production", -32002},
+		{"workspace:///android/app/release.jks", -32002},
+		{"workspace:///certs/server.pem", -32002},
+		{"workspace:///build/app.dart", -32002},
+		{"workspace:///lib/logo.png", -32002},
 		{"workspace:///./lib/main.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib//main.dart", jsonrpc.CodeInvalidParams},
 		{"workspace:///", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib/main.dart?start=-1", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib/main.dart?start=999999", jsonrpc.CodeInvalidParams},
 		{"workspace:///lib/main.dart?offset=3", jsonrpc.CodeInvalidParams},
-		{"file:///etc/passwd", codeResourceNotFound},
+		{"file:///etc/passwd", -32002},
 	}
 	for _, a := range attempts {
 		res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: a.uri})
@@ -524,10 +524,10 @@ func TestRecentSessionsSurviveRestart(t *testing.T) {
 	flytest.StartFlyd(t, e)
 
 	second := viaShim(e)(t, "second-editor", root, nil)
-	text, _ := readText(t, second, uriSessionsRecent)
+	text, _ := readText(t, second, "fly://sessions/recent")
 	var recent []SessionInfo
 	if err := json.Unmarshal([]byte(text), &recent); err != nil {
-		t.Fatalf("%s: %v\n%s", uriSessionsRecent, err, text)
+		t.Fatalf("%s: %v\n%s", "fly://sessions/recent", err, text)
 	}
 	if len(recent) < 2 || recent[0].ClientName != "second-editor" || recent[1].ClientName != "first-editor" ||
 		recent[1].FilesRead != 1 || recent[1].Ended.IsZero() {

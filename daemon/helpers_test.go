@@ -18,6 +18,7 @@ import (
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -250,7 +251,7 @@ func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiS
 		s.runs.Close() // ends every follow with its exit line
 		hs.CloseClientConnections()
 		hs.Close()
-		s.notifyWG.Wait()
+		s.surface.Close()
 		stopStore()
 		s.ws.close()
 	})
@@ -304,4 +305,13 @@ func waitLog(t testing.TB, r *runs.Run, text string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// tailText is the last n entries of ring, for failure messages.
+func tailText(ring *logring.Ring, n int) string {
+	var b strings.Builder
+	for _, e := range ring.Tail(n) {
+		b.WriteString(e.Text + "\n")
+	}
+	return b.String()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/fly-dev/fly/daemon/localapi"
 	"github.com/fly-dev/fly/daemon/loopback"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
 
@@ -137,14 +138,13 @@ func (c *Config) setDefaults() {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	mcp     *mcp.Server
+	surface *mcpserver.Server // the MCP surface every session connects to
 	ws      *workspaces
 	started time.Time
 
 	runs *runs.Engine
 	db   *store.DB         // sessions and status; the runs engine has its own use of it
 	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
-	own  map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
 
 	api        *localapi.API    // /v1/* and the dashboard
 	http       httpSessions     // Streamable HTTP sessions
@@ -153,27 +153,25 @@ type Server struct {
 	httpAddr   string           // where the TCP listener listens; "" without one
 	httpWanted string           // the configured address, when it was taken and httpAddr is another
 
-	toolsMu  sync.Mutex
-	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
-
-	mu        sync.Mutex
-	sessions  map[string]*session
-	notifying map[string]bool // runs whose log has a followLog goroutine
-	listed    map[string]bool // live runs whose start was announced by list_changed
-	conns     sync.WaitGroup  // session handlers; Run waits for them
-	notifyWG  sync.WaitGroup  // followLog goroutines
+	mu       sync.Mutex
+	sessions map[string]*session
+	conns    sync.WaitGroup // session handlers; Run waits for them
 }
 
 // New returns a Server for cfg. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), notifying: make(map[string]bool), listed: make(map[string]bool),
-		own: make(map[string]bool), http: httpSessions{m: make(map[string]*httpSession)}}
+	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session),
+		http: httpSessions{m: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
 	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper},
 		cfg.Log, s.runChanged)
-	s.mcp = s.newMCPServer()
+	s.surface = mcpserver.New(mcpserver.Config{
+		PageSize: cfg.PageSize, MaxReadBytes: cfg.MaxReadBytes, Rules: cfg.Rules, MaxRuns: cfg.MaxRuns, MaxBuilds: cfg.MaxBuilds,
+		RunStartTimeout: cfg.RunStartTimeout, BuildTimeout: cfg.BuildTimeout,
+		Runs: s.runs, Sessions: sessionTable{s}, Log: cfg.Log,
+	})
 	s.api = localapi.New(localapi.Config{
 		Runs: s.runs, Status: s.status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,
 		RotateToken: s.rotateToken, Trusted: onSocket, MaxFileBytes: cfg.MaxReadBytes, WriteTimeout: cfg.WriteTimeout, Log: cfg.Log,
@@ -321,7 +319,7 @@ func (s *Server) shutdown(hs *http.Server) {
 	t.Stop()
 	closing.Wait()
 	s.httpWG.Wait()
-	s.notifyWG.Wait()
+	s.surface.Close()
 	s.ws.close()
 }
 
@@ -439,7 +437,7 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 		s.mu.Unlock()
 	}()
 
-	ss, err := s.mcp.Connect(ctx, sessionTransport{Transport: t, sess: sess, timeout: s.cfg.WriteTimeout, log: s.log}, nil)
+	ss, err := s.surface.MCP().Connect(ctx, sessionTransport{Transport: t, sess: sess, timeout: s.cfg.WriteTimeout, log: s.log}, nil)
 	if err != nil {
 		if sess.connected != nil {
 			close(sess.connected)
@@ -490,11 +488,27 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 	return nil
 }
 
+// Log attribute keys.
+const (
+	logSession = "session"
+	logErr     = "error"
+)
+
+// runChanged is the runs engine's hook, called at every state change of
+// a run: the HTTP API's status and the MCP surface's notifications follow.
+func (s *Server) runChanged(r *runs.Run) {
+	s.api.RunChanged(r)
+	s.surface.RunChanged(r)
+}
+
 func newID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// RunInfo is a run as the status reports it: the wire type.
+type RunInfo = wire.Run
 
 // Status is the reply of GET /v1/status: the wire type.
 type Status = wire.Status

@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,4 +155,91 @@ func (s *session) root() string {
 		return w.root
 	}
 	return ""
+}
+
+// The methods below make a session an mcpserver.Session.
+
+// Workspace returns the session's workspace, nil while it is unbound.
+func (s *session) Workspace() mcpserver.Workspace {
+	if w := s.workspace(); w != nil {
+		return w
+	}
+	return nil // not a nil *workspace in an interface
+}
+
+func (s *session) Info() SessionInfo                 { return s.info() }
+func (s *session) Subscribed(uri string) bool        { return s.subscribed(uri) }
+func (s *session) SetSubscribed(uri string, on bool) { s.setSubscribed(uri, on) }
+func (s *session) FileRead()                         { s.filesRead.Add(1) }
+func (s *session) ToolCalled()                       { s.toolsCalled.Add(1) }
+
+// Stash gives text to a connection that writes large texts itself.
+func (s *session) Stash(text string) string {
+	if sp, ok := s.conn.(mcpconn.Splicer); ok {
+		return sp.Stash(text)
+	}
+	return text
+}
+
+// sessionTable is the daemon's sessions as the MCP surface sees them.
+type sessionTable struct{ s *Server }
+
+func (t sessionTable) Of(ss *mcp.ServerSession) mcpserver.Session {
+	t.s.mu.Lock()
+	sess := t.s.sessions[ss.ID()]
+	t.s.mu.Unlock()
+	if sess == nil {
+		return nil
+	}
+	return sess
+}
+
+func (t sessionTable) Bind(ctx context.Context, sess mcpserver.Session) error {
+	return t.s.bindWorkspace(ctx, sess.(*session))
+}
+
+func (t sessionTable) All() []mcpserver.Session {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	out := make([]mcpserver.Session, 0, len(t.s.sessions))
+	for _, sess := range t.s.sessions {
+		out = append(out, sess)
+	}
+	return out
+}
+
+// Recent lists the workspace's live sessions, then ended ones, newest
+// first: from the store, so they outlive flyd, else from memory.
+func (t sessionTable) Recent(root string) []SessionInfo {
+	s := t.s
+	var w *workspace
+	for _, o := range s.ws.list() {
+		if o.root == root {
+			w = o
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	var out []SessionInfo
+	for _, sess := range w.connected() {
+		out = append(out, sess.info())
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return b.Since.Compare(a.Since) })
+	if db := s.db; db != nil {
+		ended, err := db.Sessions(root, maxRecentSessions)
+		if err == nil {
+			for _, e := range ended {
+				out = append(out, SessionInfo(e))
+			}
+			return out
+		}
+		s.log.Warn("read ended sessions", logErr, err)
+	}
+	w.mu.Lock()
+	for i := len(w.recent) - 1; i >= 0; i-- {
+		out = append(out, w.recent[i])
+	}
+	w.mu.Unlock()
+	return out
 }

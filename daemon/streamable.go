@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -155,8 +156,8 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	// Only an initialize starts a session. A client trying a newer,
 	// sessionless protocol first is told which versions flyd speaks, and
 	// falls back.
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions(), v) {
-		http.Error(w, "Bad Request: Unsupported protocol version (supported versions: "+strings.Join(protocolVersions(), ",")+")", http.StatusBadRequest)
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcpserver.ProtocolVersions(), v) {
+		http.Error(w, "Bad Request: Unsupported protocol version (supported versions: "+strings.Join(mcpserver.ProtocolVersions(), ",")+")", http.StatusBadRequest)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -254,7 +255,7 @@ func (s *Server) checkBatch(r *http.Request, h *httpSession) (string, int) {
 // negotiatedVersion is the protocol version a session agreed on: the
 // client's, if flyd speaks it, else flyd's newest.
 func negotiatedVersion(ss *mcp.ServerSession) string {
-	versions := protocolVersions()
+	versions := mcpserver.ProtocolVersions()
 	newest := slices.Max(versions)
 	if ss == nil || ss.InitializeParams() == nil {
 		return newest
@@ -318,16 +319,6 @@ func (s *Server) reapHTTPSessions(ctx context.Context) {
 			h.close()
 		}
 	}
-}
-
-// needsWorkspace reports whether a method works on the session's
-// workspace: all but the handshake, pings, logging and notifications.
-func needsWorkspace(method string) bool {
-	switch method {
-	case "initialize", "ping", "logging/setLevel":
-		return false
-	}
-	return !strings.HasPrefix(method, "notifications/")
 }
 
 // errNoWorkspace says how to name a workspace over HTTP.

@@ -195,7 +195,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 		}
 		sessions = append(sessions, cs)
 	}
-	res, err := sessions[0].ReadResource(ctx, &mcp.ReadResourceParams{URI: uriSessionsCurrent})
+	res, err := sessions[0].ReadResource(ctx, &mcp.ReadResourceParams{URI: "fly://sessions/current"})
 	if err != nil {
 		t.Fatal(err)
 	}

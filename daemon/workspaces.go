@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 
 	"github.com/fly-dev/fly/daemon/overview"
 	flypaths "github.com/fly-dev/fly/internal/paths"
@@ -36,6 +37,49 @@ type workspace struct {
 	sessions map[*session]bool  // connected sessions, for notifications
 	recent   []SessionInfo      // newest last
 	overview *overview.Overview // cached; nil when stale
+}
+
+// Root implements mcpserver.Workspace.
+func (w *workspace) Root() string { return w.root }
+
+// Index implements mcpserver.Workspace.
+func (w *workspace) Index() *index.Index { return w.index }
+
+// Overview implements mcpserver.Workspace: the cached project overview,
+// computed again once a change made it stale.
+func (w *workspace) Overview() (*overview.Overview, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.overview != nil {
+		return w.overview, nil
+	}
+	files := w.index.Files()
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	o, err := overview.Build(w.fsys(), paths)
+	if err != nil {
+		return nil, err
+	}
+	w.overview = o
+	return o, nil
+}
+
+// workspaceChanged is the indexes' hook: a change that makes w's overview
+// stale drops it, and the MCP surface tells w's sessions.
+func (s *Server) workspaceChanged(w *workspace, c index.Change) {
+	if overview.Stale(c.Added, c.Updated, c.Removed) {
+		w.mu.Lock()
+		w.overview = nil
+		w.mu.Unlock()
+	}
+	conn := w.connected()
+	sessions := make([]mcpserver.Session, len(conn))
+	for i, sess := range conn {
+		sessions[i] = sess
+	}
+	s.surface.WorkspaceChanged(w, sessions, c)
 }
 
 // fsys is the workspace's root directory: every file access of the

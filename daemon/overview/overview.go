@@ -608,3 +608,19 @@ func yamlKind(n *yaml.Node) string {
 	}
 	return "a document"
 }
+
+// Stale reports whether a change of the workspace's files (paths relative
+// to its root) may change its overview: files that came or went (entry
+// points, tests, packages), or a pubspec, the lock file or .metadata
+// that changed.
+func Stale(added, updated, removed []string) bool {
+	if len(added) > 0 || len(removed) > 0 {
+		return true
+	}
+	for _, p := range updated {
+		if path.Base(p) == "pubspec.yaml" || p == "pubspec.lock" || p == ".metadata" {
+			return true
+		}
+	}
+	return false
+}

@@ -35,6 +35,14 @@ var rules = []struct {
 	{mod + "/daemon/runs", []string{"=" + mod + "/daemon", goSDK}},
 	{mod + "/daemon/upstream", []string{"=" + mod + "/daemon", mod + "/daemon/runs", mod + "/store", bbolt}},
 	{mod + "/daemon/outbox", []string{mod + "/daemon", mod + "/store", goSDK, websocket, bbolt}},
+	// The HTTP API and the MCP surface are handlers over what they are
+	// given: neither imports the daemon, nor each other; the API speaks
+	// no MCP at all.
+	{mod + "/daemon/localapi", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/mcpconn", mod + "/daemon/upstream", goSDK, websocket, mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	{mod + "/daemon/mcpserver", []string{"=" + mod + "/daemon", mod + "/daemon/localapi", mod + "/daemon/loopback", mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	// The transports know nothing of sessions, workspaces, runs or tools.
+	{mod + "/daemon/mcpconn", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", mod + "/daemon/index", mod + "/daemon/upstream", mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	{mod + "/daemon/loopback", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", mod + "/store", goSDK, websocket, bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	{mod + "/cmd/flyd", []string{mod + "/shim"}},
 	{mod + "/cmd/flyctl", []string{mod + "/daemon", mod + "/store", bbolt}},
 }

@@ -1,24 +1,12 @@
-package daemon
+package mcpserver
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
-
-// Search defaults and bounds.
-const (
-	defaultFindLimit = 200
-	maxFindLimit     = 5000
-	defaultGrepLimit = 100
-	maxGrepLimit     = 1000
-	maxGrepContext   = 5
-	grepLineLen      = 300 // longer lines are cut around the match
 )
 
 type findParams struct {
@@ -31,29 +19,6 @@ type findResult struct {
 	URIs       []string `json:"uris"`
 	Total      int      `json:"total" jsonschema:"how many files match in all"`
 	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent on the last"`
-}
-
-// cursor is the opaque position of a search page.
-type searchCursor struct {
-	Path string `json:"p"`
-	Line int    `json:"l,omitempty"`
-}
-
-func encodeSearchCursor(c searchCursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeSearchCursor(s string) (searchCursor, error) {
-	var c searchCursor
-	if s == "" {
-		return c, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil {
-		return c, fmt.Errorf("invalid cursor %q: pass back the next_cursor of the previous page", s)
-	}
-	return c, nil
 }
 
 // filesFind lists the workspace's files that match a glob, from the warm
@@ -70,21 +35,21 @@ func (t tools) filesFind(ctx context.Context, req *mcp.CallToolRequest, p findPa
 	limit := p.Limit
 	switch {
 	case limit <= 0:
-		limit = defaultFindLimit
-	case limit > maxFindLimit:
-		return nil, findResult{}, fmt.Errorf("limit %d is over %d", limit, maxFindLimit)
+		limit = index.DefaultFindLimit
+	case limit > index.MaxFindLimit:
+		return nil, findResult{}, fmt.Errorf("limit %d is over %d", limit, index.MaxFindLimit)
 	}
-	cur, err := decodeSearchCursor(p.Cursor)
+	after, _, err := index.DecodeCursor(p.Cursor)
 	if err != nil {
 		return nil, findResult{}, err
 	}
-	files, total, more := sess.ws.index.Find(g, cur.Path, limit)
+	files, total, more := sess.ws.Index().Find(g, after, limit)
 	res := findResult{URIs: make([]string, 0, len(files)), Total: total}
 	for _, f := range files {
 		res.URIs = append(res.URIs, workspaceURI(f.Path))
 	}
 	if more {
-		res.NextCursor = encodeSearchCursor(searchCursor{Path: files[len(files)-1].Path})
+		res.NextCursor = index.EncodeCursor(files[len(files)-1].Path, 0)
 	}
 	text := strings.Join(res.URIs, "\n")
 	if res.NextCursor != "" {
@@ -120,52 +85,22 @@ type grepResult struct {
 	NextCursor    string        `json:"next_cursor,omitempty"`
 }
 
-// grepOptions turns a request into index.GrepOptions.
-func (s *Server) grepOptions(p grepParams) (index.GrepOptions, error) {
-	re, err := index.CompilePattern(p.Pattern, p.Literal, p.CaseInsensitive)
-	if err != nil {
-		return index.GrepOptions{}, fmt.Errorf("%v", err)
-	}
-	opt := index.GrepOptions{Pattern: re, Context: p.Context, Limit: p.Limit, Budget: defaultTextBudget,
-		MaxFile: s.cfg.MaxReadBytes, MaxLineLen: grepLineLen}
-	if p.Glob != "" {
-		if opt.Glob, err = index.CompileGlob(p.Glob); err != nil {
-			return index.GrepOptions{}, fmt.Errorf("%v", err)
-		}
-	}
-	switch {
-	case p.Context < 0 || p.Context > maxGrepContext:
-		return index.GrepOptions{}, fmt.Errorf("context %d is not 0 to %d", p.Context, maxGrepContext)
-	case opt.Limit <= 0:
-		opt.Limit = defaultGrepLimit
-	case opt.Limit > maxGrepLimit:
-		return index.GrepOptions{}, fmt.Errorf("limit %d is over %d", opt.Limit, maxGrepLimit)
-	}
-	cur, err := decodeSearchCursor(p.Cursor)
-	if err != nil {
-		return index.GrepOptions{}, err
-	}
-	opt.After, opt.AfterLine = cur.Path, cur.Line
-	return opt, nil
-}
-
 // grep runs one page of a search of w.
-func (s *Server) grep(ctx context.Context, w *workspace, p grepParams) (grepResult, error) {
-	opt, err := s.grepOptions(p)
+func (s *Server) grep(ctx context.Context, w Workspace, p grepParams) (grepResult, error) {
+	q := index.GrepQuery{Pattern: p.Pattern, Literal: p.Literal, Glob: p.Glob, CaseInsensitive: p.CaseInsensitive,
+		Context: p.Context, Limit: p.Limit, Cursor: p.Cursor}
+	opt, err := q.Options(defaultTextBudget, s.cfg.MaxReadBytes)
 	if err != nil {
 		return grepResult{}, err
 	}
-	pg, err := w.index.Grep(ctx, w.fsys(), opt)
+	pg, err := w.Index().Grep(ctx, w.Index().Root(), opt)
 	if err != nil {
 		return grepResult{}, err
 	}
 	res := grepResult{Files: []grepFileOut{}, Matches: pg.Matches, FilesSearched: pg.Searched,
-		SkippedBinary: pg.SkippedBinary, SkippedLarge: pg.SkippedLarge, Truncated: pg.Truncated}
+		SkippedBinary: pg.SkippedBinary, SkippedLarge: pg.SkippedLarge, Truncated: pg.Truncated, NextCursor: pg.NextCursor()}
 	for _, f := range pg.Files {
 		res.Files = append(res.Files, grepFileOut{URI: workspaceURI(f.Path), Matches: f.Matches})
-	}
-	if pg.Truncated {
-		res.NextCursor = encodeSearchCursor(searchCursor{Path: pg.NextPath, Line: pg.NextLine})
 	}
 	return res, nil
 }
@@ -224,7 +159,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, err
 	}
 	prefix := p.Argument.Value
-	for _, f := range sess.ws.index.After(prefix, sess.ws.index.Len()) {
+	for _, f := range sess.ws.Index().After(prefix, sess.ws.Index().Len()) {
 		if !strings.HasPrefix(f.Path, prefix) {
 			break
 		}
@@ -234,7 +169,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		}
 		res.Completion.Values = append(res.Completion.Values, f.Path)
 	}
-	if f, ok := sess.ws.index.Lookup(prefix); ok && prefix != "" {
+	if f, ok := sess.ws.Index().Lookup(prefix); ok && prefix != "" {
 		res.Completion.Values = append([]string{f.Path}, res.Completion.Values...)
 		if len(res.Completion.Values) > maxCompletions {
 			res.Completion.Values = res.Completion.Values[:maxCompletions]
@@ -274,13 +209,13 @@ func (s *Server) completePromptArg(req *mcp.CompleteRequest) (*mcp.CompleteResul
 			return nil, err
 		}
 		if p.Argument.Name == "path" {
-			for _, f := range sess.ws.index.After(value, sess.ws.index.Len()) {
+			for _, f := range sess.ws.Index().After(value, sess.ws.Index().Len()) {
 				if !strings.HasPrefix(f.Path, value) || len(choices) > maxCompletions {
 					break
 				}
 				choices = append(choices, f.Path)
 			}
-		} else if recs, err := s.runs.List(sess.ws.root); err == nil {
+		} else if recs, err := s.runs.List(sess.ws.Root()); err == nil {
 			for _, r := range recs {
 				choices = append(choices, r.ID)
 			}

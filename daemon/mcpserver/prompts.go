@@ -1,4 +1,4 @@
-package daemon
+package mcpserver
 
 import (
 	"context"
@@ -197,8 +197,8 @@ func (p prompts) facts(req *mcp.GetPromptRequest) (projectFacts, error) {
 	if err != nil {
 		return projectFacts{}, err
 	}
-	f := projectFacts{root: sess.ws.root, liveRuns: p.s.runs.LiveIDs(sess.ws.root, store.KindRun)}
-	if o, err := p.s.overview(sess.ws); err == nil && o != nil {
+	f := projectFacts{root: sess.ws.Root(), liveRuns: p.s.runs.LiveIDs(sess.ws.Root(), store.KindRun)}
+	if o, err := sess.ws.Overview(); err == nil && o != nil {
 		f.hasPubspec, f.name, f.hasTests = o.HasPubspec, o.Name, o.HasTests
 		for _, d := range slices.Concat(o.Dependencies, o.DevDependencies) {
 			f.deps = append(f.deps, d.Name)

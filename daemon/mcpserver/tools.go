@@ -1,4 +1,4 @@
-package daemon
+package mcpserver
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func (s *Server) addTools(srv *mcp.Server) {
 }
 
 // call resolves the session of a tool call.
-func (t tools) call(req *mcp.CallToolRequest) (*session, error) {
+func (t tools) call(req *mcp.CallToolRequest) (*client, error) {
 	return t.s.sessionOf(req.Session)
 }
 
@@ -94,9 +94,6 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 		})
 	}
 }
-
-// RunInfo is a run as tools and HTTP report it: the wire type.
-type RunInfo = wire.Run
 
 // Run modes and defines shared by flutter_run and flutter_build.
 type buildOptions struct {
@@ -191,17 +188,17 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	args, err := p.args(sess.ws.fsys())
+	args, err := p.args(sess.ws.Index().Root())
 	if err != nil {
 		return nil, runResult{}, err
 	}
-	if err := checkRunArgs(sess.ws.fsys(), p.Args); err != nil {
+	if err := checkRunArgs(sess.ws.Index().Root(), p.Args); err != nil {
 		return nil, runResult{}, err
 	}
 	if p.Device != "" {
 		args = append([]string{"-d", p.Device}, args...)
 	}
-	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindRun, Root: sess.ws.root, Env: sess.env, Max: t.s.cfg.MaxRuns,
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindRun, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxRuns,
 		Args: append(append([]string{"run", "--machine"}, args...), p.Args...)})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
 		return nil, runResult{}, fmt.Errorf("%d runs are already live in this workspace (%s): stop one with flutter_stop, or start flyd with a higher --max-runs",
@@ -325,13 +322,13 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	if !ok {
 		return nil, buildResult{}, fmt.Errorf("platform %q is not one of apk, appbundle, web, ios, ipa, macos, linux, windows", p.Platform)
 	}
-	args, err := p.args(sess.ws.fsys())
+	args, err := p.args(sess.ws.Index().Root())
 	if err != nil {
 		return nil, buildResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.cfg.BuildTimeout)
 	defer cancel()
-	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindBuild, Root: sess.ws.root, Env: sess.env, Max: t.s.cfg.MaxBuilds,
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindBuild, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxBuilds,
 		Args: append([]string{"build", sub}, args...)})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
 		return nil, buildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
@@ -348,7 +345,7 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 		res.ExitCode = *rec.ExitCode
 	}
 	if rec.State == store.StateExited {
-		res.ArtifactPath = artifactPath(sess.ws.root, r.Ring())
+		res.ArtifactPath = artifactPath(sess.ws.Root(), r.Ring())
 		return nil, res, nil
 	}
 	for _, e := range r.Ring().Tail(30) {
@@ -388,7 +385,7 @@ func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout ti
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindTool, Root: sess.ws.root, Env: sess.env, Args: args})
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindTool, Root: sess.ws.Root(), Env: sess.Env(), Args: args})
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +476,7 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 		return nil, createResult{}, err
 	}
 	dir := path.Clean(p.Directory)
-	if err := checkWritableDir(sess.ws.fsys(), dir); err != nil {
+	if err := checkWritableDir(sess.ws.Index().Root(), dir); err != nil {
 		return nil, createResult{}, fmt.Errorf("flutter_create directory %q refused: %w", p.Directory, err)
 	}
 	args := []string{"create"}
@@ -498,7 +495,7 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 		return nil, createResult{}, err
 	}
 	rec := r.Record()
-	res := createResult{Directory: filepath.Join(sess.ws.root, filepath.FromSlash(dir)), LogURI: runs.LogURI(store.KindTool, r.ID())}
+	res := createResult{Directory: filepath.Join(sess.ws.Root(), filepath.FromSlash(dir)), LogURI: runs.LogURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -513,7 +510,7 @@ type runsListParams struct {
 }
 
 type runsListResult struct {
-	Runs []RunInfo `json:"runs"`
+	Runs []wire.Run `json:"runs"`
 }
 
 func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsListParams) (*mcp.CallToolResult, runsListResult, error) {
@@ -521,7 +518,7 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	if err != nil {
 		return nil, runsListResult{}, err
 	}
-	root := sess.ws.root
+	root := sess.ws.Root()
 	if p.All {
 		root = ""
 	}
@@ -529,7 +526,7 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	if err != nil {
 		return nil, runsListResult{}, err
 	}
-	res := runsListResult{Runs: []RunInfo{}}
+	res := runsListResult{Runs: []wire.Run{}}
 	for _, rec := range recs {
 		res.Runs = append(res.Runs, runs.Info(rec))
 	}

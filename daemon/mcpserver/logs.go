@@ -1,4 +1,4 @@
-package daemon
+package mcpserver
 
 import (
 	"context"
@@ -131,20 +131,20 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 	return out
 }
 
-// runChanged is the runs engine's hook, called at every state change of
-// a run. A run that appears or ends changes the resource list (its log,
-// and the state in its title) of the sessions of its workspace, and only
-// of those: each is told once when it starts and once when it ends, not
-// at every state in between. A live run's log gets a notifier.
-func (s *Server) runChanged(r *runs.Run) {
-	s.api.RunChanged(r)
+// RunChanged is called at every state change of a run. A run that
+// appears or ends changes the resource list (its log, and the state in
+// its title) of the sessions of its workspace, and only of those: each
+// is told once when it starts and once when it ends, not at every state
+// in between. A live run's log gets a follower that tells its
+// subscribers it grew; Close waits for them.
+func (s *Server) RunChanged(r *runs.Run) {
 	live := r.Record().State.Live()
 	s.mu.Lock()
 	_, known := s.notifying[r.ID()]
 	if !known && live {
 		s.notifying[r.ID()] = true
 		s.notifyWG.Add(1)
-		go func() { // owned by the server: ends when the run's ring closes
+		go func() { // owned by the server: ends when the run's ring closes; Close waits
 			defer s.notifyWG.Done()
 			s.followLog(r)
 		}()
@@ -156,18 +156,13 @@ func (s *Server) runChanged(r *runs.Run) {
 	} else {
 		delete(s.listed, r.ID())
 	}
-	var sessions []*session
-	if announce {
-		for _, sess := range s.sessions {
-			if sess.root() == r.Root() {
-				sessions = append(sessions, sess)
-			}
-		}
-	}
 	s.mu.Unlock()
-	for _, sess := range sessions {
-		if sess.ready() {
-			s.notify(sess, "notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
+	if !announce {
+		return
+	}
+	for _, sess := range s.sessions.All() {
+		if sess.Root() == r.Root() {
+			sess.Notify("notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
 		}
 	}
 }
@@ -181,16 +176,10 @@ func (s *Server) followLog(r *runs.Run) {
 		<-r.Ring().Wait(seen)
 		closed := r.Ring().Closed()
 		seen = r.Ring().Last()
-		s.mu.Lock()
-		var subs []*session
-		for _, sess := range s.sessions {
-			if sess.subscribed(uri) {
-				subs = append(subs, sess)
+		for _, sess := range s.sessions.All() {
+			if sess.Subscribed(uri) {
+				sess.Notify("notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})
 			}
-		}
-		s.mu.Unlock()
-		for _, sess := range subs {
-			s.notify(sess, "notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})
 		}
 		if closed {
 			s.mu.Lock()
