@@ -125,26 +125,3 @@ func TestSearchStaysInside(t *testing.T) {
 		}
 	}
 }
-
-func TestCompletePromptArguments(t *testing.T) {
-	s := newTestServer(t)
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{"pubspec.yaml": "name: a\n", "lib/src/a.dart": "", "lib/src/b.dart": "", "test/a_test.dart": ""})
-	cs := inProcess(s)(t, "c", root, nil)
-	ctx := context.Background()
-	for _, tc := range []struct{ prompt, arg, value, want string }{
-		{"scaffold_page", "state_management", "ri", "riverpod"},
-		{"scaffold_api_client", "http_package", "", "http dio"},
-		{"scaffold_feature", "layers", "data,do", "data,domain"},
-		{"fix_lints", "path", "lib/src/", "lib/src/a.dart lib/src/b.dart"},
-	} {
-		res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: tc.prompt},
-			Argument: mcp.CompleteParamsArgument{Name: tc.arg, Value: tc.value}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.Join(res.Completion.Values, " "); got != tc.want {
-			t.Errorf("complete %s.%s(%q) = %q, want %q", tc.prompt, tc.arg, tc.value, got, tc.want)
-		}
-	}
-}

@@ -3,13 +3,14 @@ package runs
 import (
 	"context"
 	"errors"
-	"go.uber.org/goleak"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/store"
@@ -27,13 +28,21 @@ func TestMain(m *testing.M) {
 // newEngine returns an engine with a store and the fake flutter; the
 // cleanup closes both.
 func newEngine(t *testing.T) *Engine {
+	e, _ := newEngineWith(t, Config{StopGrace: time.Second}, store.Options{})
+	return e
+}
+
+// newEngineWith is newEngine for cfg (its Flutter is the fake) with a
+// store opened with opts.
+func newEngineWith(t *testing.T, cfg Config, opts store.Options) (*Engine, *store.DB) {
 	t.Helper()
 	flutter, err := fakeflutter.Install(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(Config{Flutter: flutter, StopGrace: time.Second}, slog.New(slog.DiscardHandler), nil)
-	db, err := store.Open(filepath.Join(t.TempDir(), "fly.db"), store.Options{})
+	cfg.Flutter = flutter
+	e := New(cfg, slog.New(slog.DiscardHandler), nil)
+	db, err := store.Open(filepath.Join(t.TempDir(), "fly.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +61,7 @@ func newEngine(t *testing.T) *Engine {
 		<-done
 		db.Close()
 	})
-	return e
+	return e, db
 }
 
 func fakeEnv(vars ...string) map[string]string {

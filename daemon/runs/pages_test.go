@@ -1,16 +1,16 @@
-package daemon
+package runs
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/fly-dev/fly/daemon/runs"
-
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/store"
 )
 
@@ -18,15 +18,15 @@ import (
 // holds the newest 10 entries and the store the newest 40 gives one gap
 // for what neither keeps, then every kept seq exactly once, in order.
 func TestEntriesStitchStoreAndRing(t *testing.T) {
-	a := newAPIServer(t, Config{RingEntries: 10}, store.Options{MaxLogEntries: 40}, false)
-	r := a.start(t, fakeflutter.EnvLines+"=200", fakeflutter.EnvTickMS+"=1")
+	e, db := newEngineWith(t, Config{StopGrace: time.Second, RingEntries: 10}, store.Options{MaxLogEntries: 40})
+	r := startApp(t, e, fakeflutter.EnvLines, "200", fakeflutter.EnvTickMS, "1")
 	waitLog(t, r, "flutter: tick 200")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.db.Flush(ctx); err != nil {
+	if err := db.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stored, _ := a.db.LogStats(r.ID())
+	stored, _ := db.LogStats(r.ID())
 	last := r.Ring().Last()
 
 	for _, limit := range []int{1000, 7} { // one page, and many small ones
@@ -34,7 +34,7 @@ func TestEntriesStitchStoreAndRing(t *testing.T) {
 		var gaps int
 		since := uint64(0)
 		for since < last {
-			page := r.Entries(runs.Query{Since: since, Limit: limit})
+			page := r.Entries(Query{Since: since, Limit: limit})
 			if len(page.Entries) == 0 {
 				t.Fatalf("limit %d: empty page after seq %d of %d", limit, since, last)
 			}
@@ -68,8 +68,8 @@ func TestEntriesStitchStoreAndRing(t *testing.T) {
 // by default the newest entries within the budget; paging back with
 // before, or forward with since, returns every entry exactly once.
 func TestLogPagesWithinBudget(t *testing.T) {
-	a := newAPIServer(t, Config{RingEntries: 500}, store.Options{}, false)
-	r := a.start(t, fakeflutter.EnvLines+"=3000", fakeflutter.EnvLinesPerSec+"=0")
+	e, _ := newEngineWith(t, Config{StopGrace: time.Second, RingEntries: 500}, store.Options{})
+	r := startApp(t, e, fakeflutter.EnvLines, "3000", fakeflutter.EnvLinesPerSec, "0")
 	waitLog(t, r, "flutter: tick 3000")
 	ctx := t.Context()
 	const budget = 16 << 10
@@ -129,4 +129,37 @@ func TestLogPagesWithinBudget(t *testing.T) {
 	if len(g.Lines) != 5 || !strings.HasSuffix(g.Lines[4], "tick 1999") || !g.Truncated {
 		t.Errorf("grep with tail 5 = %q (truncated %v), want ticks 1995..1999", g.Lines, g.Truncated)
 	}
+}
+
+// startApp runs `flutter run --machine` in a new project, steered by vars
+// (name, value pairs), and waits until the app has started.
+func startApp(t *testing.T, e *Engine, vars ...string) *Run {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Start(context.Background(), Spec{Kind: store.KindRun, Root: root, Env: fakeEnv(vars...), Args: []string{"run", "--machine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.Started():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run %s did not start within 30s", r.ID())
+	}
+	return r
+}
+
+// waitLog waits until r's log holds a line containing text.
+func waitLog(t *testing.T, r *Run, text string) {
+	t.Helper()
+	flytest.Eventually(t, "log line "+text, func() bool {
+		for _, e := range r.Ring().Tail(r.Ring().Len()) {
+			if strings.Contains(e.Text, text) {
+				return true
+			}
+		}
+		return false
+	})
 }
