@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
@@ -29,10 +32,21 @@ import (
 // so that the agents behind the sessions read it in batches.
 func BenchmarkFanoutSubscribers(b *testing.B) {
 	const sessions, lines = 100, 30
-	a := newAPIServer(b, Config{}, store.Options{}, true)
+	flutter, err := fakeflutter.Install(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, sock, _ := runInProcess(b, Config{Flutter: flutter})
+	hc := unixHTTPClient(sock)
+	defer hc.CloseIdleConnections()
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
 	var all []time.Duration
 	for b.Loop() {
-		r := a.start(b, fakeflutter.EnvTickMS+"=100", fakeflutter.EnvLines+"="+strconv.Itoa(lines),
+		r := startRun(b, s, root, fakeflutter.EnvTickMS+"=100", fakeflutter.EnvLines+"="+strconv.Itoa(lines),
 			fakeflutter.EnvStamp+"=1", fakeflutter.EnvStartupMS+"=2000")
 		uri := "logs://run/" + r.ID()
 		var mu sync.Mutex
@@ -43,7 +57,7 @@ func BenchmarkFanoutSubscribers(b *testing.B) {
 			c := mcp.NewClient(&mcp.Implementation{Name: "subscriber", Version: "1"}, &mcp.ClientOptions{
 				ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { updated <- time.Now() },
 			})
-			cs, err := c.Connect(b.Context(), apiWS{a}, nil)
+			cs, err := c.Connect(b.Context(), apiWS{hc, root}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,17 +115,38 @@ func BenchmarkFanoutSubscribers(b *testing.B) {
 	b.ReportMetric(float64(len(all))/float64(b.N), "notifications/op")
 }
 
-// apiWS connects an MCP client to an apiServer's WebSocket endpoint.
-type apiWS struct{ a *apiServer }
+// apiWS connects an MCP client to flyd's WebSocket endpoint over the
+// socket client hc, on workspace root.
+type apiWS struct {
+	hc   *http.Client
+	root string
+}
 
 func (w apiWS) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, _, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
-		HTTPClient: w.a.c, Subprotocols: []string{wire.Subprotocol},
-		HTTPHeader: http.Header{wire.HeaderWorkspace: {url.QueryEscape(w.a.root)}, wire.HeaderVersion: {wire.VersionHeader()}},
+		HTTPClient: w.hc, Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader: http.Header{wire.HeaderWorkspace: {url.QueryEscape(w.root)}, wire.HeaderVersion: {wire.VersionHeader()}},
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.SetReadLimit(-1)
 	return mcpconn.NewWebSocket(c, "subscriber", 5*time.Second), nil
+}
+
+// startRun starts `flutter run --machine` (the fake) in root, steered by
+// vars ("FAKE_FLUTTER_X=v"), without waiting for the app: the sessions
+// subscribe while it starts.
+func startRun(b *testing.B, s *Server, root string, vars ...string) *runs.Run {
+	b.Helper()
+	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
+	for _, v := range append(os.Environ(), vars...) {
+		k, val, _ := strings.Cut(v, "=")
+		env[k] = val
+	}
+	r, err := s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: root, Env: env, Args: []string{"run", "--machine"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }

@@ -3,23 +3,16 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/fly-dev/fly/daemon/runs"
-	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/logring"
-	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -181,130 +174,6 @@ func readText(t testing.TB, cs *mcp.ClientSession, uri string) (string, map[stri
 		t.Fatalf("read %s: %v", uri, err)
 	}
 	return res.Contents[0].Text, res.Meta
-}
-
-// apiServer is an in-process flyd with a store and the fake flutter,
-// serving its Handler over HTTP.
-type apiServer struct {
-	s    *Server
-	db   *store.DB
-	url  string
-	c    *http.Client
-	root string // a Flutter project, symlinks resolved (a workspace key)
-}
-
-// newAPIServer starts a Server for cfg (its Flutter is the fake) with a
-// store opened with opts. With unix set it listens on a Unix socket, as
-// flyd does, whose small buffers make a stalled reader stall quickly;
-// else on loopback TCP. Cleanup stops every run, then the server.
-func newAPIServer(t testing.TB, cfg Config, opts store.Options, unix bool) *apiServer {
-	t.Helper()
-	flutter, err := fakeflutter.Install(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Flutter = flutter
-	s := New(cfg)
-	db, err := store.Open(filepath.Join(t.TempDir(), "fly.db"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopStore, err := s.startStore(db, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTree(t, root, map[string]string{
-		"pubspec.yaml":  "name: demo\ndependencies:\n  flutter:\n    sdk: flutter\n",
-		"lib/main.dart": "void main() {}\n",
-	})
-	a := &apiServer{s: s, db: db, root: root}
-
-	hs := httptest.NewUnstartedServer(s.Handler())
-	if unix {
-		dir, err := os.MkdirTemp("", "flyapi") // short: socket paths are capped
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		sock := filepath.Join(dir, "s.sock")
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs.Listener.Close()
-		hs.Listener = ln
-		hs.Start()
-		a.url = "http://flyd"
-		a.c = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}}
-	} else {
-		hs.Start()
-		a.url, a.c = hs.URL, hs.Client()
-	}
-	t.Cleanup(func() {
-		s.runs.Close() // ends every follow with its exit line
-		hs.CloseClientConnections()
-		hs.Close()
-		s.surface.Close()
-		stopStore()
-		s.ws.close()
-	})
-	return a
-}
-
-// start runs `flutter run --machine` in the project, steered by vars
-// ("FAKE_FLUTTER_X=v"), and waits until the app has started unless the
-// fake delays its start.
-func (a *apiServer) start(t testing.TB, vars ...string) *runs.Run {
-	t.Helper()
-	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
-	for _, v := range os.Environ() {
-		k, val, _ := strings.Cut(v, "=")
-		env[k] = val
-	}
-	for _, v := range vars {
-		k, val, _ := strings.Cut(v, "=")
-		env[k] = val
-	}
-	r, err := a.s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: a.root, Env: env, Args: []string{"run", "--machine"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env[fakeflutter.EnvStartupMS] != "" {
-		return r
-	}
-	select {
-	case <-r.Started():
-	case <-time.After(30 * time.Second):
-		t.Fatalf("run %s did not start within 30s", r.ID())
-	}
-	if st := r.Record().State; st != store.StateRunning {
-		t.Fatalf("run %s: state %s, want running\n%s", r.ID(), st, tailText(r.Ring(), 30))
-	}
-	return r
-}
-
-// waitLog waits until the run's ring holds an entry containing text.
-func waitLog(t testing.TB, r *runs.Run, text string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, e := range r.Ring().Tail(r.Ring().Len()) {
-			if strings.Contains(e.Text, text) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.ID(), text, tailText(r.Ring(), 20))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // tailText is the last n entries of ring, for failure messages.

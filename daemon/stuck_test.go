@@ -21,7 +21,7 @@ import (
 // runInProcess runs a whole flyd (Server.Run) in this process on a socket
 // in a temp dir, so that its goroutines can be counted. stop cancels it
 // and returns how long Run took to return.
-func runInProcess(t *testing.T, cfg Config) (s *Server, sock string, stop func() time.Duration) {
+func runInProcess(t testing.TB, cfg Config) (s *Server, sock string, stop func() time.Duration) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "flyin")
 	if err != nil {

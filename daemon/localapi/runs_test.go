@@ -154,23 +154,6 @@ func (a *apiServer) start(t testing.TB, vars ...string) *runs.Run {
 	return r
 }
 
-// waitLog waits until the run's ring holds an entry containing text.
-func waitLog(t testing.TB, r *runs.Run, text string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, e := range r.Ring().Tail(r.Ring().Len()) {
-			if strings.Contains(e.Text, text) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: no %q in its log within 30s\n%s", r.ID(), text, tail(r, 20))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // do sends a request and returns the response, whose body the caller closes.
 func (a *apiServer) do(t testing.TB, method, path string) *http.Response {
 	t.Helper()
@@ -454,7 +437,7 @@ func TestParseLogsParams(t *testing.T) {
 func TestHTTPRunsLogs(t *testing.T) {
 	a := newAPIServer(t, serverConfig{}, store.Options{}, false)
 	r := a.start(t, fakeflutter.EnvLines+"=20", fakeflutter.EnvTickMS+"=1")
-	waitLog(t, r, "flutter: tick 20")
+	flytest.WaitLine(t, r.Ring(), "flutter: tick 20")
 	last := r.Ring().Last()
 
 	all := a.logs(t, r.ID(), "")
@@ -566,8 +549,8 @@ func TestHTTPRunsFollow(t *testing.T) {
 
 func TestHTTPRunsHeartbeat(t *testing.T) {
 	a := newAPIServer(t, serverConfig{Heartbeat: 200 * time.Millisecond}, store.Options{}, false)
-	r := a.start(t, fakeflutter.EnvTickMS+"=0") // an idle app
-	waitLog(t, r, "app.devTools")               // its last event after app.started
+	r := a.start(t, fakeflutter.EnvTickMS+"=0")   // an idle app
+	flytest.WaitLine(t, r.Ring(), "app.devTools") // its last event after app.started
 	f := a.follow(t, r.ID(), "tail=0")
 	for range 2 {
 		l := f.next(t, 10*time.Second)
@@ -589,7 +572,7 @@ func TestHTTPRunsHeartbeat(t *testing.T) {
 func TestHTTPRunsGap(t *testing.T) {
 	a := newAPIServer(t, serverConfig{RingEntries: 10}, store.Options{MaxLogEntries: 40}, false)
 	r := a.start(t, fakeflutter.EnvLines+"=200", fakeflutter.EnvTickMS+"=1")
-	waitLog(t, r, "flutter: tick 200")
+	flytest.WaitLine(t, r.Ring(), "flutter: tick 200")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.db.Flush(ctx); err != nil {
@@ -731,7 +714,7 @@ func TestHTTPRunsFollowerCatchesUpFromStore(t *testing.T) {
 	}
 	// The follower reads nothing until the whole burst is in: its handler
 	// blocks on the full socket while the ring moves on.
-	waitLog(t, r, fmt.Sprintf("flutter: tick %d", lines))
+	flytest.WaitLine(t, r.Ring(), fmt.Sprintf("flutter: tick %d", lines))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.db.Flush(ctx); err != nil {

@@ -160,19 +160,6 @@ func (s *surface) start(t testing.TB, vars ...string) *runs.Run {
 	return r
 }
 
-// waitLog waits until r's log holds a line containing text.
-func waitLog(t testing.TB, r *runs.Run, text string) {
-	t.Helper()
-	flytest.Eventually(t, "log line "+text, func() bool {
-		for _, e := range r.Ring().Tail(r.Ring().Len()) {
-			if strings.Contains(e.Text, text) {
-				return true
-			}
-		}
-		return false
-	})
-}
-
 // The surface's Sessions, over the test's table.
 
 func (s *surface) Of(ss *mcp.ServerSession) Session {

@@ -154,7 +154,7 @@ func TestPromptDebugRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := a.start(t, fakeflutter.EnvLines+"=5", fakeflutter.EnvTickMS+"=1")
-	waitLog(t, r, "flutter: tick 5")
+	flytest.WaitLine(t, r.Ring(), "flutter: tick 5")
 
 	res, err := getPrompt(t, cs, "debug_run", nil)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 func TestEntriesStitchStoreAndRing(t *testing.T) {
 	e, db := newEngineWith(t, Config{StopGrace: time.Second, RingEntries: 10}, store.Options{MaxLogEntries: 40})
 	r := startApp(t, e, fakeflutter.EnvLines, "200", fakeflutter.EnvTickMS, "1")
-	waitLog(t, r, "flutter: tick 200")
+	flytest.WaitLine(t, r.Ring(), "flutter: tick 200")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.Flush(ctx); err != nil {
@@ -70,7 +70,7 @@ func TestEntriesStitchStoreAndRing(t *testing.T) {
 func TestLogPagesWithinBudget(t *testing.T) {
 	e, _ := newEngineWith(t, Config{StopGrace: time.Second, RingEntries: 500}, store.Options{})
 	r := startApp(t, e, fakeflutter.EnvLines, "3000", fakeflutter.EnvLinesPerSec, "0")
-	waitLog(t, r, "flutter: tick 3000")
+	flytest.WaitLine(t, r.Ring(), "flutter: tick 3000")
 	ctx := t.Context()
 	const budget = 16 << 10
 
@@ -149,17 +149,4 @@ func startApp(t *testing.T, e *Engine, vars ...string) *Run {
 		t.Fatalf("run %s did not start within 30s", r.ID())
 	}
 	return r
-}
-
-// waitLog waits until r's log holds a line containing text.
-func waitLog(t *testing.T, r *Run, text string) {
-	t.Helper()
-	flytest.Eventually(t, "log line "+text, func() bool {
-		for _, e := range r.Ring().Tail(r.Ring().Len()) {
-			if strings.Contains(e.Text, text) {
-				return true
-			}
-		}
-		return false
-	})
 }

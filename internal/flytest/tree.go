@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/logring"
 )
 
 // WriteTree creates files (slash path → content) under root.
@@ -54,4 +56,17 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// WaitLine waits until ring holds a line containing text.
+func WaitLine(t testing.TB, ring *logring.Ring, text string) {
+	t.Helper()
+	Eventually(t, "a log line with "+text, func() bool {
+		for _, e := range ring.Tail(ring.Len()) {
+			if strings.Contains(e.Text, text) {
+				return true
+			}
+		}
+		return false
+	})
 }
