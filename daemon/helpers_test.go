@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,15 @@ import (
 func TestMain(m *testing.M) {
 	if helper := os.Getenv("FLY_TEST_HELPER"); helper != "" {
 		os.Exit(runHelper(helper))
+	}
+	// The end-to-end tests that run in parallel mostly wait on flyd, its
+	// children and their clients, so more of them than cores keep the
+	// cores busy. A -parallel given on the command line wins.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
 	}
 	before := goleak.IgnoreCurrent()
 	code := m.Run()

@@ -649,12 +649,7 @@ func TestHTTPRunsStalledFollower(t *testing.T) {
 	// Wait until flyd has cut the stalled follower for missing its write
 	// deadline. Then stop the run: a follower still connected would get
 	// the exit line.
-	for deadline := time.Now().Add(60 * time.Second); a.api.FollowersCut() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the stalled follower was not cut within 60s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	flytest.Eventually(t, "the stalled follower cut by its write deadline", func() bool { return a.api.FollowersCut() > 0 })
 	var stopped wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &stopped)
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
