@@ -1,0 +1,346 @@
+package vmservice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Options bound a connection. The zero value of a field means its
+// default.
+type Options struct {
+	MaxMessage      int64         // largest message read (default 4 MiB); a larger one ends the connection
+	EventsPerSecond int           // events kept per second (default 1000); the rest are dropped and counted
+	EventBuffer     int           // events waiting for Events' reader (default 1024); the rest are dropped and counted
+	CallTimeout     time.Duration // of a call whose context has no deadline (default 30s)
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = 4 << 20
+	}
+	if o.EventsPerSecond <= 0 {
+		o.EventsPerSecond = 1000
+	}
+	if o.EventBuffer <= 0 {
+		o.EventBuffer = 1024
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+}
+
+// ErrNotLoopback is returned for a URI whose host is not a loopback
+// address.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// ErrClosed is returned by calls on a connection that has ended.
+var ErrClosed = errors.New("vm service connection closed")
+
+// WebSocketURI checks a VM service, DDS or DTD URI and returns the
+// WebSocket URI to dial: ws:// as given, or the ws form of an http://
+// URI (path + "ws", as flutter_tools derives it). The host must be a
+// loopback IP or localhost.
+func WebSocketURI(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("vm service uri %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "ws":
+	case "http":
+		u.Scheme = "ws"
+		if !strings.HasSuffix(u.Path, "/") {
+			u.Path += "/"
+		}
+		u.Path += "ws"
+	default:
+		return "", fmt.Errorf("vm service uri %q: scheme %q is not ws or http", raw, u.Scheme)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("vm service uri %q: user info is not accepted", raw)
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", fmt.Errorf("vm service uri %q: %w", raw, ErrNotLoopback)
+	}
+	return u.String(), nil
+}
+
+// Error is a JSON-RPC error the peer answered a call with.
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return "vm service error " + strconv.Itoa(e.Code) + ": " + e.Message }
+
+// Error codes a caller branches on (reference §1.6).
+const (
+	CodeMethodNotFound        = -32601
+	CodeInvalidParams         = -32602
+	CodeStreamAlreadyListened = 103
+	CodeStreamNotListened     = 104
+)
+
+// Conn is one connection. Its methods may be called concurrently. It owns
+// one reader goroutine, which Close stops and waits for.
+type Conn struct {
+	ws  *websocket.Conn
+	opt Options
+
+	events  chan Event
+	dropped atomic.Int64
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[string]chan response
+	err     error // why the connection ended; set once
+
+	window    time.Time // start of the current second of events
+	inWindow  int
+	done      chan struct{}
+	closeOnce sync.Once
+	readDone  chan struct{}
+}
+
+type response struct {
+	result json.RawMessage
+	err    error
+}
+
+// Dial connects to a VM service, DDS or DTD at uri (see WebSocketURI).
+func Dial(ctx context.Context, uri string, opt Options) (*Conn, error) {
+	ws, err := WebSocketURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	opt.setDefaults()
+	c, _, err := websocket.Dial(ctx, ws, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dial vm service: %w", err)
+	}
+	c.SetReadLimit(opt.MaxMessage)
+	conn := &Conn{ws: c, opt: opt, events: make(chan Event, opt.EventBuffer), pending: map[string]chan response{},
+		done: make(chan struct{}), readDone: make(chan struct{})}
+	go conn.readLoop() // owned by conn: Close waits for it
+	return conn, nil
+}
+
+// Events returns the events the peer sent, in order, on every stream the
+// connection listens to. The channel is closed when the connection ends.
+// Events that find it full, or that exceed EventsPerSecond, are dropped
+// and counted (Dropped).
+func (c *Conn) Events() <-chan Event { return c.events }
+
+// Dropped is how many events were not kept.
+func (c *Conn) Dropped() int64 { return c.dropped.Load() }
+
+// Done is closed when the connection has ended; Err then says why.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection ended, nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Call sends method with params (an object, or nil) and decodes the
+// result into result (may be nil). An error answer is an *Error. A call
+// whose ctx has no deadline is bounded by Options.CallTimeout.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opt.CallTimeout)
+		defer cancel()
+	}
+	if params == nil {
+		params = struct{}{}
+	}
+	ch := make(chan response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.nextID++
+	id := strconv.FormatUint(c.nextID, 10)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if err := c.ws.Write(ctx, websocket.MessageText, msg); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return r.err
+		}
+		if result != nil {
+			if err := json.Unmarshal(r.result, result); err != nil {
+				return fmt.Errorf("%s: decode result: %w", method, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", method, ctx.Err())
+	case <-c.done:
+		return fmt.Errorf("%s: %w", method, ErrClosed)
+	}
+}
+
+// StreamListen subscribes to a stream. A stream already subscribed (after
+// a reconnect, or twice) is not an error.
+func (c *Conn) StreamListen(ctx context.Context, stream string) error {
+	err := c.Call(ctx, "streamListen", map[string]string{"streamId": stream}, nil)
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeStreamAlreadyListened {
+		return nil
+	}
+	return err
+}
+
+// StreamHistory returns what DDS buffered of a stream (Extension,
+// Logging, Stdout or Stderr), oldest first. A plain VM service has no
+// history: its -32601 is returned as an *Error.
+func (c *Conn) StreamHistory(ctx context.Context, stream string) ([]Event, error) {
+	var res struct {
+		History []json.RawMessage `json:"history"`
+	}
+	if err := c.Call(ctx, "getStreamHistory", map[string]string{"stream": stream}, &res); err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, len(res.History))
+	for _, raw := range res.History {
+		if e, err := decodeEvent(stream, raw); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Close ends the connection and waits for its reader. It may be called
+// many times.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.ws.Close(websocket.StatusNormalClosure, "")
+	})
+	<-c.readDone
+	return nil
+}
+
+// message is any JSON-RPC message the peer sends.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *Error          `json:"error"`
+}
+
+// readLoop reads until the connection ends: answers go to their calls,
+// stream notifications to Events. A frame that is not a JSON-RPC message
+// is skipped: one bad message does not end the connection.
+func (c *Conn) readLoop() {
+	defer close(c.readDone)
+	var err error
+	for {
+		var typ websocket.MessageType
+		var data []byte
+		typ, data, err = c.ws.Read(context.Background())
+		if err != nil {
+			break
+		}
+		if typ != websocket.MessageText {
+			continue
+		}
+		var m message
+		if json.Unmarshal(data, &m) != nil {
+			continue
+		}
+		switch {
+		case m.Method == "streamNotify":
+			c.notify(m.Params)
+		case len(m.ID) > 0 && m.Method == "":
+			c.answer(m)
+		}
+	}
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+	close(c.events)
+	c.ws.CloseNow()
+}
+
+// answer hands a response to the call waiting for it, if any.
+func (c *Conn) answer(m message) {
+	var id string
+	if json.Unmarshal(m.ID, &id) != nil {
+		id = string(m.ID) // a number: the VM echoes what it was sent
+	}
+	c.mu.Lock()
+	ch := c.pending[id]
+	c.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	r := response{result: m.Result}
+	if m.Error != nil {
+		r.err = m.Error
+	}
+	select {
+	case ch <- r:
+	default:
+	}
+}
+
+// notify keeps a stream event, within the rate and the buffer.
+func (c *Conn) notify(params json.RawMessage) {
+	var p struct {
+		StreamID string          `json:"streamId"`
+		Event    json.RawMessage `json:"event"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.StreamID == "" {
+		return
+	}
+	now := time.Now()
+	if now.Sub(c.window) >= time.Second {
+		c.window, c.inWindow = now, 0
+	}
+	if c.inWindow >= c.opt.EventsPerSecond {
+		c.dropped.Add(1)
+		return
+	}
+	e, err := decodeEvent(p.StreamID, p.Event)
+	if err != nil {
+		return
+	}
+	c.inWindow++
+	select {
+	case c.events <- e:
+	default:
+		c.dropped.Add(1)
+	}
+}
