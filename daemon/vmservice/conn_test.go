@@ -78,7 +78,9 @@ func newFakeVM(t *testing.T, answer func(string, json.RawMessage) (any, *Error))
 	return f
 }
 
-func (f *fakeVM) uri() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/AbCdEf12345=/ws" }
+func (f *fakeVM) uri() string {
+	return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/AbCdEf12345=/ws"
+}
 
 func event(stream, kind string, extra string) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"streamNotify","params":{"streamId":%q,"event":{"type":"Event","kind":%q%s}}}`, stream, kind, extra)
