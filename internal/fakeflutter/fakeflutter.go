@@ -121,6 +121,19 @@ const (
 	// right after app.started, as app.log lines "flutter: env NAME=value"
 	// ("<unset>" when unset): tests see which environment a run got.
 	EnvPrintEnv = "FAKE_FLUTTER_PRINT_ENV"
+
+	// EnvErrorsAtStart names framework errors (comma-separated: overflow,
+	// nullcheck, build) the app throws right after app.started, and
+	// EnvErrorsOnReload those it throws after every hot reload or
+	// restart. In debug mode each is a Flutter.Error event on the VM
+	// service's Extension stream, as the framework posts it, and nothing
+	// is printed (flutter run --machine prints no framework error text);
+	// on a web device it is the text block in an app.log event instead.
+	EnvErrorsAtStart  = "FAKE_FLUTTER_ERRORS_AT_START"
+	EnvErrorsOnReload = "FAKE_FLUTTER_ERRORS_ON_RELOAD"
+	// EnvErrorEveryMS makes the app throw the first error of
+	// EnvErrorsAtStart (else an overflow) every N ms.
+	EnvErrorEveryMS = "FAKE_FLUTTER_ERROR_EVERY_MS"
 )
 
 // Exit codes, as the real tool uses them.
@@ -160,6 +173,10 @@ type config struct {
 	quiet      bool          // no log lines at all
 	startup    time.Duration // added to the build phase
 	appID      string
+
+	errorsAtStart  []string      // error kinds thrown after app.started
+	errorsOnReload []string      // error kinds thrown after each reload or restart
+	errorEvery     time.Duration // 0: never
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -217,6 +234,21 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	c.startup = time.Duration(count(EnvStartupMS, 0)) * time.Millisecond
 	c.appID = getenv(EnvAppID)
+	kinds := func(name string) []string {
+		var out []string
+		for _, k := range strings.Split(getenv(name), ",") {
+			switch k = strings.TrimSpace(k); k {
+			case "":
+			case ErrorOverflow, ErrorNullCheck, ErrorBuild:
+				out = append(out, k)
+			default:
+				errs = append(errs, fmt.Errorf("%s: error kind %q is not overflow, nullcheck or build", name, k))
+			}
+		}
+		return out
+	}
+	c.errorsAtStart, c.errorsOnReload = kinds(EnvErrorsAtStart), kinds(EnvErrorsOnReload)
+	c.errorEvery = time.Duration(count(EnvErrorEveryMS, 0)) * time.Millisecond
 	return c, errors.Join(errs...)
 }
 

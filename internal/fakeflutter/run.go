@@ -157,9 +157,10 @@ type runner struct {
 	target   string
 	flavor   string
 	dir      string
-	appID    string // reported in app.start and in events
-	acceptID string // what requests must name
-	progress int    // the next progress id
+	appID    string     // reported in app.start and in events
+	acceptID string     // what requests must name
+	progress int        // the next progress id
+	vm       *vmService // nil in release mode
 }
 
 func run(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -281,6 +282,12 @@ func (r *runner) launch() (int, bool) {
 	}
 	ws := fmt.Sprintf("ws://127.0.0.1:%d/%s/ws", port(), token())
 	if r.debugging() {
+		vm, err := startVMService(r.dir, r.reloadFromVM)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "fake flutter: %v\n", err)
+			return ExitFailure, false
+		}
+		r.vm, ws = vm, vm.wsURI()
 		r.out.event("app.debugPort", debugPortParams{AppID: r.appID, Port: portOf(ws), WSURI: ws})
 	}
 	if r.dev.category == "web" {
@@ -307,6 +314,9 @@ func (r *runner) launch() (int, bool) {
 	if r.debugging() {
 		// flutter_tools sends this one without an appId.
 		r.out.event("app.devTools", uriParams{URI: "http://127.0.0.1:9100"})
+	}
+	for _, k := range r.cfg.errorsAtStart {
+		r.throw(k)
 	}
 	return 0, true
 }
@@ -350,9 +360,19 @@ func (r *runner) serve(stdin io.Reader) int {
 		defer close(emitDone)
 		r.emit(stopEmit, crashed)
 	}()
+	errorsDone := make(chan struct{})
+	// Owned by serve, which closes stopEmit and waits for errorsDone.
+	go func() {
+		defer close(errorsDone)
+		r.throwEvery(stopEmit)
+	}()
 	defer func() {
 		close(stopEmit)
 		<-emitDone
+		<-errorsDone
+		if r.vm != nil {
+			r.vm.close()
+		}
 		r.out.flush()
 		close(quit)
 		if interrupt(stdin) {
@@ -658,6 +678,7 @@ func (r *runner) restart(full bool) restartResult {
 		return restartResult{1, "Try again after fixing the above error(s)."}
 	}
 	res := restartResult{Code: 0}
+	r.reloaded(full)
 	if full {
 		r.out.line("Restarted application in 1,034ms.")
 	} else {
@@ -729,4 +750,62 @@ func token() string {
 		b[i] = alphabet[mrand.IntN(len(alphabet))]
 	}
 	return string(append(b, '='))
+}
+
+// throw makes the app throw a framework error of kind: a Flutter.Error
+// on the VM service, or on the web, where structured errors are off, the
+// text block in the app's log.
+func (r *runner) throw(kind string) {
+	switch {
+	case r.vm == nil:
+	case r.dev.category == "web":
+		r.out.event("app.log", logParams{AppID: r.appID, Log: r.vm.nextErrorText(kind)})
+	default:
+		r.vm.postError(kind)
+	}
+}
+
+// throwEvery throws an error every errorEvery until stop is closed.
+func (r *runner) throwEvery(stop <-chan struct{}) {
+	if r.cfg.errorEvery <= 0 || r.vm == nil {
+		return
+	}
+	kind := ErrorOverflow
+	if len(r.cfg.errorsAtStart) > 0 {
+		kind = r.cfg.errorsAtStart[0]
+	}
+	t := time.NewTicker(r.cfg.errorEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			r.throw(kind)
+		}
+	}
+}
+
+// reloaded is what a reload or restart does to the running app: the
+// framework resets its error count (a restart starts a new isolate), and
+// the app throws the errors it throws after each reload.
+func (r *runner) reloaded(full bool) {
+	if r.vm == nil {
+		return
+	}
+	r.vm.reloaded(full)
+	for _, k := range r.cfg.errorsOnReload {
+		r.throw(k)
+	}
+}
+
+// reloadFromVM is a reload asked through the VM service (the services
+// flutter_tools registers, s0.reloadSources and s0.hotRestart), which
+// does not go through the daemon protocol's progress events.
+func (r *runner) reloadFromVM(full bool) bool {
+	if r.cfg.reloadFail {
+		return false
+	}
+	r.reloaded(full)
+	return true
 }
