@@ -1,0 +1,171 @@
+package apperrors
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// overflow is the reference's real RenderFlex overflow payload (§2.2),
+// trimmed to the nodes the parser reads.
+const overflow = `{"description":"Exception caught by rendering library","type":"_FlutterErrorDetailsNode","allowWrap":false,"valueId":"inspector-1",
+ "properties":[
+  {"description":"The following assertion was thrown during layout:","type":"ErrorDescription","valueId":"inspector-2","properties":[],"children":[]},
+  {"description":"A RenderFlex overflowed by 900 pixels on the bottom.","type":"ErrorSummary","level":"summary","valueId":"inspector-3","properties":[],"children":[]},
+  {"description":"","type":"ErrorSpacer","name":"","valueId":null,"properties":[],"children":[]},
+  {"description":"","type":"DiagnosticsBlock","name":"The relevant error-causing widget was","style":"whitespace","hasChildren":true,"valueId":null,"properties":[],
+   "children":[{"description":"Column Column:file:///Users/me/flight_check/example/lib/main.dart:367:16","type":"ErrorDescription","valueId":"inspector-4","properties":[],"children":[]}]},
+  {"description":"RenderFlex#d014f relayoutBoundary=up2 OVERFLOWING","type":"DiagnosticableTreeNode","name":"The specific RenderFlex in question is","properties":[],"children":[]}
+ ],
+ "children":[],"errorsSinceReload":0,
+ "renderedErrorText":"══╡ EXCEPTION CAUGHT BY RENDERING LIBRARY ╞═════\nThe following assertion was thrown during layout:\nA RenderFlex overflowed by 900 pixels on the bottom.\n═════"}`
+
+// nullCheck is the reference's real gesture payload (§2.3), trimmed.
+const nullCheck = `{"description":"Exception caught by gesture","type":"_FlutterErrorDetailsNode","valueId":"inspector-2218",
+ "properties":[
+  {"description":"The following _TypeError was thrown while handling a gesture:","type":"ErrorDescription","properties":[],"children":[]},
+  {"description":"Null check operator used on a null value","type":"ErrorSummary","level":"summary","properties":[],"children":[]},
+  {"description":"","type":"DiagnosticsStackTrace","name":"When the exception was thrown, this was the stack","properties":[
+    {"description":"#0      _ProfilePage.build.<anonymous closure> (package:flight_check_example/main.dart:311:28)","type":"DiagnosticsProperty<void>","properties":[],"children":[]},
+    {"description":"#1      _InkResponseState.handleTap (package:flutter/src/material/ink_well.dart:1224:21)","type":"DiagnosticsProperty<void>","properties":[],"children":[]}],"children":[]}
+ ],
+ "children":[],"errorsSinceReload":0,"renderedErrorText":"══╡ EXCEPTION CAUGHT BY GESTURE ╞═══"}`
+
+// buildBlock is the real console text of an exception while building
+// (§2.4, from Dart-Code's test).
+const buildBlock = `══╡ EXCEPTION CAUGHT BY WIDGETS LIBRARY ╞═══════════════════════════════════════════════════════════
+The following _Exception was thrown building MyBrokenHomePage(dirty):
+Exception: Oops
+
+The relevant error-causing widget was:
+  MyBrokenHomePage MyBrokenHomePage:file:///home/u/app/lib/broken.dart:11:13
+
+When the exception was thrown, this was the stack:
+#0      MyBrokenHomePage._throwAnException (package:flutter_hello_world/broken.dart:26:5)
+#1      MyBrokenHomePage.build (package:flutter_hello_world/broken.dart:21:5)
+════════════════════════════════════════════════════════════════════════════════════════════════════`
+
+func TestParseEvent(t *testing.T) {
+	e, err := ParseEvent(json.RawMessage(overflow), Project{Root: "/Users/me/flight_check/example", Package: "flight_check_example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Error{Library: "rendering library", Summary: "A RenderFlex overflowed by 900 pixels on the bottom.", Widget: "Column", Location: "lib/main.dart:367:16"}
+	if e.Library != want.Library || e.Summary != want.Summary || e.Widget != want.Widget || e.Location != want.Location || e.Repeat || !strings.Contains(e.Text, "EXCEPTION CAUGHT") {
+		t.Errorf("ParseEvent(overflow) = %+v, want %+v", e, want)
+	}
+	e, err = ParseEvent(json.RawMessage(nullCheck), Project{Root: "/elsewhere", Package: "flight_check_example"})
+	if err != nil || e.Library != "gesture" || e.Summary != "Null check operator used on a null value" || e.Frame != "lib/main.dart:311:28" || e.Location != "" {
+		t.Errorf("ParseEvent(nullCheck) = %+v, %v; want the project's frame lib/main.dart:311:28", e, err)
+	}
+	// A widget outside the project has no location.
+	e, _ = ParseEvent(json.RawMessage(overflow), Project{Root: "/other/app", Package: "app"})
+	if e.Widget != "Column" || e.Location != "" {
+		t.Errorf("a widget outside the root: %q at %q, want Column with no location", e.Widget, e.Location)
+	}
+	repeat := `{"description":"Exception caught by rendering library","properties":[{"type":"ErrorSummary","description":"A RenderFlex overflowed by 900 pixels on the bottom."}],
+		"errorsSinceReload":3,"renderedErrorText":"Another exception was thrown: A RenderFlex overflowed by 900 pixels on the bottom."}`
+	if e, err := ParseEvent(json.RawMessage(repeat), Project{}); err != nil || !e.Repeat || e.Summary != "A RenderFlex overflowed by 900 pixels on the bottom." {
+		t.Errorf("a repeat = %+v, %v", e, err)
+	}
+	if _, err := ParseEvent(json.RawMessage(`{"description":"x","properties":[]}`), Project{}); err == nil {
+		t.Error("an error without a summary was accepted")
+	}
+}
+
+func TestParseText(t *testing.T) {
+	p := Project{Root: "/home/u/app", Package: "flutter_hello_world"}
+	e, ok := ParseText(buildBlock, p)
+	if !ok || e.Library != "widgets library" || e.Summary != "Exception: Oops" || e.Widget != "MyBrokenHomePage" ||
+		e.Location != "lib/broken.dart:11:13" || e.Frame != "lib/broken.dart:26:5" {
+		t.Errorf("ParseText(build block) = %+v, %v", e, ok)
+	}
+	if e, ok := ParseText("flutter: Another exception was thrown: Exception: Oops", p); !ok || !e.Repeat || e.Summary != "Exception: Oops" {
+		t.Errorf("ParseText(repeat) = %+v, %v", e, ok)
+	}
+	for _, s := range []string{"", "flutter: tick 3", "══╡ EXCEPTION CAUGHT BY X ╞══"} {
+		if e, ok := ParseText(s, p); ok {
+			t.Errorf("ParseText(%q) = %+v, want not an error", s, e)
+		}
+	}
+}
+
+// TestListDedupes: 200 identical errors of one generation are one entry
+// counted 200 whose answer is far under 1 KB; a reload makes the same
+// error news; repeats count on the entry of their summary.
+func TestListDedupes(t *testing.T) {
+	l := NewList(Limits{})
+	e := Error{Library: "rendering library", Summary: "A RenderFlex overflowed by 42 pixels on the right.", Widget: "Row", Location: "lib/home.dart:30:12", Text: strings.Repeat("x", 2000)}
+	now := time.Now()
+	l.Add(e, now)
+	for range 199 {
+		l.Add(Error{Summary: e.Summary, Repeat: true}, now)
+	}
+	p := l.Read(0, false, 4<<10)
+	if len(p.Entries) != 1 || p.Entries[0].Count != 200 || len(p.Text) >= 1<<10 {
+		t.Fatalf("200 identical errors = %d entries (count %d), %d bytes: %q", len(p.Entries), p.Entries[0].Count, len(p.Text), p.Text)
+	}
+	if want := "200× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/home.dart:30:12\n"; p.Text != want {
+		t.Errorf("text = %q, want %q", p.Text, want)
+	}
+	l.Reloaded()
+	if _, isNew := l.Add(e, now); !isNew {
+		t.Error("the same error after a reload is not a new entry")
+	}
+	if p := l.Read(0, false, 4<<10); len(p.Entries) != 1 || p.Entries[0].Generation != 1 {
+		t.Errorf("the current generation = %+v", p.Entries)
+	}
+	if p := l.Read(0, true, 4<<10); len(p.Entries) != 2 {
+		t.Errorf("all generations = %d entries, want 2", len(p.Entries))
+	}
+	since := l.Read(0, true, 4<<10).Next
+	l.Add(Error{Summary: "Exception: Oops"}, now)
+	if p := l.Read(since, false, 4<<10); len(p.Entries) != 1 || p.Entries[0].Summary != "Exception: Oops" {
+		t.Errorf("since the cursor = %+v, want the one new error", p.Entries)
+	}
+	if s := l.Stats(); s.Total != 202 || s.Entries != 3 || s.Current != 2 || s.Generation != 1 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+// TestListBounded: distinct errors past the bounds drop the oldest, and
+// a page stays within its budget, newest first.
+func TestListBounded(t *testing.T) {
+	l := NewList(Limits{Entries: 50, Bytes: 1 << 30})
+	for i := range 300 {
+		l.Add(Error{Summary: "error " + strings.Repeat("y", 40) + " " + string(rune('a'+i%26)) + string(rune('a'+i/26))}, time.Now())
+	}
+	s := l.Stats()
+	if s.Entries != 50 || s.Dropped != 250 {
+		t.Errorf("stats = %+v, want 50 kept and 250 dropped", s)
+	}
+	p := l.Read(0, false, 1<<10)
+	if len(p.Text) > 1<<10+100 || !p.More || p.Entries[0].ID != 300 {
+		t.Errorf("page: %d bytes, more %v, first id %d; want ≤ 1 KB, more, newest first", len(p.Text), p.More, p.Entries[0].ID)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(overflow), buildBlock)
+	f.Add([]byte(nullCheck), "Another exception was thrown: x")
+	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		p := Project{Root: "/home/u/app", Package: "app"}
+		check := func(e Error) {
+			for _, s := range []string{e.Library, e.Widget, e.Location, e.Frame} {
+				if len(s) > maxField+len("…") {
+					t.Fatalf("a field of %d bytes", len(s))
+				}
+			}
+			if len(e.Summary) > maxSummary+len("…") || len(e.Text) > maxText+len("…") || strings.HasPrefix(e.Location, "..") {
+				t.Fatalf("unbounded or outside: %+v", e)
+			}
+		}
+		if e, err := ParseEvent(data, p); err == nil {
+			check(e)
+		}
+		if e, ok := ParseText(text, p); ok {
+			check(e)
+		}
+	})
+}
