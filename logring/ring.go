@@ -38,6 +38,7 @@ const (
 	Stderr Stream = "stderr" // a line the child wrote to stderr
 	Event  Stream = "event"  // a --machine event kept as a log line (app.log)
 	Fly    Stream = "fly"    // written by fly itself: state changes, exit records, gaps
+	Error  Stream = "error"  // a framework error the app reported on its VM service (its rendered text)
 )
 
 // Defaults for the zero fields of Options.

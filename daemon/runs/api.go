@@ -92,6 +92,9 @@ func (r *Run) Restart(ctx context.Context, full bool) (RestartResult, error) {
 		what = "hot restart"
 	}
 	r.note(what + " requested")
+	if r.errors != nil {
+		r.errors.Reloaded() // what the app reports from now on is of the new code
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})

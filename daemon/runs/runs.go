@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/apperrors"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
@@ -129,6 +130,9 @@ type Run struct {
 
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
+
+	errors *apperrors.List // the app's framework errors; nil for anything but a live `flutter run`
+	vm     vmFollower      // the app's VM-service connection, while it runs
 }
 
 func New(cfg Config, log *slog.Logger, changed func(*Run)) *Engine {
@@ -466,7 +470,8 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	id := store.NewRunID()
 	opts := e.ringOptions()
 	r := &Run{
-		id: id, kind: spec.Kind, root: spec.Root, eng: e,
+		errors: newErrorList(spec),
+		id:     id, kind: spec.Kind, root: spec.Root, eng: e,
 		ring:     logring.New(opts),
 		pending:  make(map[int]chan machineMsg),
 		started:  make(chan struct{}),
@@ -618,6 +623,7 @@ func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 		readers.Wait()
 		err = cmd.Wait()
 	}
+	r.vm.stop() // nothing writes to the log after the process
 
 	code := -1
 	if cmd.ProcessState != nil {
@@ -816,6 +822,7 @@ func (r *Run) handleMachine(m machineMsg) {
 			r.mu.Lock()
 			r.rec.VMServiceURI = p.WSURI
 			r.mu.Unlock()
+			r.followVM(p.WSURI)
 			changed = true
 		}
 	case machineAppDTD:

@@ -38,7 +38,7 @@ var rules = []struct {
 	// The HTTP API and the MCP surface are handlers over what they are
 	// given: neither imports the daemon, nor each other; the API speaks
 	// no MCP at all.
-	{mod + "/daemon/localapi", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/mcpconn", mod + "/daemon/upstream", goSDK, websocket, mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	{mod + "/daemon/localapi", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/mcpconn", mod + "/daemon/upstream", goSDK, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	{mod + "/daemon/mcpserver", []string{"=" + mod + "/daemon", mod + "/daemon/localapi", mod + "/daemon/loopback", mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	// The transports know nothing of sessions, workspaces, runs or tools.
 	{mod + "/daemon/mcpconn", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", mod + "/daemon/index", mod + "/daemon/upstream", mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
