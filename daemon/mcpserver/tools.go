@@ -66,6 +66,11 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"optionally only in files matching a glob, with context lines. Matches are grouped by file in path order, about 16 KB per page; " +
 			"pass next_cursor to continue. Binary and oversized files are skipped and counted.",
 		Annotations: readOnly}, t.filesGrep)
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_errors", Title: "App errors",
+		Description: "The framework errors of a running app (layout overflows, build and gesture exceptions), which its log does not show in full: " +
+			"one line each, deduplicated with a count, located at the error-causing widget (lib/x.dart:LINE:COL), newest first, about 4 KB. " +
+			"By default those since the last reload; pass next_since as since to see only new ones.",
+		Annotations: readOnly}, t.flutterErrors)
 	addTool(s.own, srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
 		Description: "List the runs and builds of this workspace (or of every workspace with all: true), newest first, live or finished.",
 		Annotations: readOnly}, t.runsList)
