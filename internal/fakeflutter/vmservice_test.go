@@ -37,19 +37,33 @@ func decodeError(t *testing.T, e vmservice.Event) errorData {
 	return d
 }
 
-// nextEvent returns the next event of stream, skipping others.
-func nextEvent(t *testing.T, c *vmservice.Conn, stream string) vmservice.Event {
+// eventQueue hands out a connection's events by stream, keeping those
+// of other streams for later.
+type eventQueue struct {
+	c       *vmservice.Conn
+	pending []vmservice.Event
+}
+
+// next returns the next event of stream.
+func (q *eventQueue) next(t *testing.T, stream string) vmservice.Event {
 	t.Helper()
+	for i, e := range q.pending {
+		if e.StreamID == stream {
+			q.pending = append(q.pending[:i], q.pending[i+1:]...)
+			return e
+		}
+	}
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case e, ok := <-c.Events():
+		case e, ok := <-q.c.Events():
 			if !ok {
-				t.Fatalf("the VM service connection ended waiting for a %s event: %v", stream, c.Err())
+				t.Fatalf("the VM service connection ended waiting for a %s event: %v", stream, q.c.Err())
 			}
 			if e.StreamID == stream {
 				return e
 			}
+			q.pending = append(q.pending, e)
 		case <-timeout:
 			t.Fatalf("no %s event within 10s", stream)
 		}
@@ -72,12 +86,16 @@ func TestVMServiceErrors(t *testing.T) {
 		t.Fatalf("dial the app.debugPort URI %q: %v", ws, err)
 	}
 	defer c.Close()
+	q := &eventQueue{c: c}
 
-	hist, err := c.StreamHistory(ctx, "Extension")
-	if err != nil || len(hist) != 2 {
-		t.Fatalf("Extension history = %d events, %v; want the 2 errors thrown at start", len(hist), err)
+	// A first streamListen replays the history, as DDS does; the errors
+	// thrown at start come in it or right after.
+	for _, stream := range []string{"Extension", "Service", "Isolate"} {
+		if err := c.StreamListen(ctx, stream); err != nil {
+			t.Fatal(err)
+		}
 	}
-	first, second := decodeError(t, hist[0]), decodeError(t, hist[1])
+	first, second := decodeError(t, q.next(t, "Extension")), decodeError(t, q.next(t, "Extension"))
 	if first.ErrorsSinceReload != 0 || !strings.HasPrefix(first.RenderedErrorText, "══╡ EXCEPTION CAUGHT BY RENDERING LIBRARY ╞═") ||
 		!strings.Contains(first.RenderedErrorText, "A RenderFlex overflowed by 42 pixels on the right.") || first.Description != "Exception caught by rendering library" {
 		t.Errorf("first error = %+v", first)
@@ -94,29 +112,21 @@ func TestVMServiceErrors(t *testing.T) {
 	if !strings.HasPrefix(widget, "Row Row:file:///") || !strings.HasSuffix(widget, "/lib/main.dart:30:12") {
 		t.Errorf("the error-causing widget is %q, want Row Row:file:///…/lib/main.dart:30:12", widget)
 	}
+	if hist, err := c.StreamHistory(ctx, "Extension"); err != nil || len(hist) != 2 || decodeError(t, hist[1]).ErrorsSinceReload != 1 {
+		t.Errorf("Extension history = %d events, %v; want the 2 errors thrown at start", len(hist), err)
+	}
 	var e *vmservice.Error
 	if _, err := c.StreamHistory(ctx, "Isolate"); !errors.As(err, &e) || e.Code != vmservice.CodeInvalidParams {
 		t.Errorf("Isolate history = %v, want -32602", err)
 	}
-
-	// A first streamListen replays the history, as DDS does.
-	for _, stream := range []string{"Extension", "Service", "Isolate"} {
-		if err := c.StreamListen(ctx, stream); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if r := decodeError(t, nextEvent(t, c, "Extension")); r.ErrorsSinceReload != 0 {
-		t.Errorf("the replay starts with error %d, want the first", r.ErrorsSinceReload)
-	}
-	nextEvent(t, c, "Extension")
-	reg := nextEvent(t, c, "Service")
+	reg := q.next(t, "Service")
 	if reg.Kind != "ServiceRegistered" || reg.Service != "reloadSources" || reg.Method != "s0.reloadSources" || reg.Alias != "Flutter Tools" {
 		t.Errorf("Service replay = %+v", reg)
 	}
 
 	// A reload through the daemon protocol resets the count.
 	s.send(`[{"id":7,"method":"app.restart","params":{"appId":"` + appID + `","fullRestart":false}}]`)
-	if d := decodeError(t, nextEvent(t, c, "Extension")); d.ErrorsSinceReload != 0 || !strings.HasPrefix(d.RenderedErrorText, "══╡ EXCEPTION CAUGHT BY WIDGETS LIBRARY ╞") {
+	if d := decodeError(t, q.next(t, "Extension")); d.ErrorsSinceReload != 0 || !strings.HasPrefix(d.RenderedErrorText, "══╡ EXCEPTION CAUGHT BY WIDGETS LIBRARY ╞") {
 		t.Errorf("the error after a reload = %d %.60q, want the whole text of the build exception", d.ErrorsSinceReload, d.RenderedErrorText)
 	}
 
@@ -128,11 +138,11 @@ func TestVMServiceErrors(t *testing.T) {
 	if err := c.Call(ctx, "s0.hotRestart", map[string]any{"pause": false}, nil); err != nil {
 		t.Fatalf("s0.hotRestart = %v", err)
 	}
-	exit, start := nextEvent(t, c, "Isolate"), nextEvent(t, c, "Isolate")
+	exit, start := q.next(t, "Isolate"), q.next(t, "Isolate")
 	if exit.Kind != "IsolateExit" || exit.Isolate.ID != before.Isolates[0].ID || start.Kind != "IsolateStart" || start.Isolate.ID == exit.Isolate.ID {
 		t.Errorf("hot restart: %+v then %+v, want the old isolate's exit and a new one's start", exit, start)
 	}
-	if d := decodeError(t, nextEvent(t, c, "Extension")); d.ErrorsSinceReload != 0 || d.Description != "Exception caught by widgets library" {
+	if d := decodeError(t, q.next(t, "Extension")); d.ErrorsSinceReload != 0 || d.Description != "Exception caught by widgets library" {
 		t.Errorf("the error after a restart = %+v", d)
 	}
 
