@@ -52,8 +52,8 @@ func TestAppErrorsReachAgents(t *testing.T) {
 		t.Errorf("flutter_errors text (%d bytes) = %q", len(text), text)
 	}
 	// Nothing new since the cursor.
-	if res := callTool(t, cs, "flutter_errors", map[string]any{"since": out.NextSince}, nil); !strings.HasPrefix(toolText(res), "no errors") {
-		t.Errorf("flutter_errors since the cursor = %q, want no errors", toolText(res))
+	if res := callTool(t, cs, "flutter_errors", map[string]any{"since": out.NextSince}, nil); !strings.HasPrefix(toolText(res), "no new errors") {
+		t.Errorf("flutter_errors since the cursor = %q, want no new errors", toolText(res))
 	}
 	var page logsReadResult
 	logs := toolText(callTool(t, cs, "logs_read", map[string]any{"run_id": run.RunID, "grep": "EXCEPTION CAUGHT BY RENDERING LIBRARY"}, &page))

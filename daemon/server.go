@@ -462,6 +462,7 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 	defer s.api.Changed()
 
 	err = ss.Wait()
+	s.surface.SessionEnded(sess.id) // its claims end with it
 
 	info := sess.info()
 	info.Ended = time.Now()
@@ -538,7 +539,7 @@ func (s *Server) status() Status {
 		}
 	}
 	for _, r := range s.runs.Live() {
-		st.Runs = append(st.Runs, runs.Info(r.Record()))
+		st.Runs = append(st.Runs, r.Info())
 	}
 	slices.SortFunc(st.Runs, func(a, b RunInfo) int { return strings.Compare(a.RunID, b.RunID) })
 	s.mu.Lock()

@@ -61,6 +61,36 @@ type Record struct {
 	VMServiceURI string    `json:"vm_service_uri,omitempty"`
 	DTDURI       string    `json:"dtd_uri,omitempty"`
 	Error        string    `json:"error,omitempty"`
+	// StartedBy is the client that started the run; nil for runs older
+	// than the field, and for those flyd started itself.
+	StartedBy *Actor `json:"started_by,omitempty"`
+	// LastAction is the newest thing a client did to the run.
+	LastAction *Action `json:"last_action,omitempty"`
+	// Errors counts the app's framework errors (a flutter run's).
+	Errors *ErrorCounts `json:"errors,omitempty"`
+}
+
+// Actor is who acted on a run: a client session of flyd (its id and the
+// name its client gave), or flyctl.
+type Actor struct {
+	Session string `json:"session,omitempty"`
+	Client  string `json:"client"`
+}
+
+// Action is one thing a client did to a run.
+type Action struct {
+	What    string    `json:"what"` // start, hot reload, hot restart, stop
+	By      Actor     `json:"by"`
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome,omitempty"` // one line: what came of it
+	Forced  bool      `json:"forced,omitempty"`  // it overrode another session's claim
+}
+
+// ErrorCounts counts a run's framework errors.
+type ErrorCounts struct {
+	Total    int `json:"total"`    // errors the app reported, repeats included
+	Distinct int `json:"distinct"` // distinct errors kept
+	Current  int `json:"current"`  // distinct errors since the last reload or restart
 }
 
 // NewRunID returns a new run id: 18 characters of lower-case Crockford
@@ -289,4 +319,21 @@ func (db *DB) prune(tx *bolt.Tx, now time.Time) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Name is how an agent is told of the actor: its client's name and the
+// start of its session id, which tell two windows of one editor apart.
+func (a Actor) Name() string {
+	name := a.Client
+	if name == "" {
+		name = "a client"
+	}
+	if a.Session != "" {
+		id := a.Session
+		if len(id) > 6 {
+			id = id[:6]
+		}
+		name += " #" + id
+	}
+	return name
 }

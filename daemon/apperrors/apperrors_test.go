@@ -169,3 +169,85 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestListCursorSeesRepeats: an error seen again after the cursor is
+// news to the reader holding it, not only a new entry.
+func TestListCursorSeesRepeats(t *testing.T) {
+	l := NewList(Limits{})
+	now := time.Now()
+	l.Add(Error{Summary: "A"}, now)
+	l.Add(Error{Summary: "B"}, now)
+	since := l.Rev()
+	changed := l.Changed()
+	l.Add(Error{Summary: "A", Repeat: true}, now)
+	select {
+	case <-changed:
+	default:
+		t.Error("Changed was not closed by an Add")
+	}
+	p := l.Read(since, false, 4<<10)
+	if len(p.Entries) != 1 || p.Entries[0].Summary != "A" || p.Entries[0].Count != 2 {
+		t.Errorf("since the cursor = %+v, want A seen twice", p.Entries)
+	}
+	if p := l.Read(0, false, 4<<10); len(p.Entries) != 2 || p.Entries[0].Summary != "A" {
+		t.Errorf("the most recently seen first: %+v", p.Entries)
+	}
+}
+
+// TestScanner: the text forms of errors become the same entries as the
+// structured ones, whether a block comes in one event or a line each.
+func TestScanner(t *testing.T) {
+	p := Project{Root: "/home/u/app", Package: "flutter_hello_world"}
+	want := func(t *testing.T, got []Error, summary, library, frame string) {
+		t.Helper()
+		if len(got) != 1 || got[0].Summary != summary || got[0].Library != library || got[0].Frame != frame {
+			t.Errorf("got %+v, want one %q (%s) thrown at %q", got, summary, library, frame)
+		}
+	}
+	s := NewScanner(p)
+	want(t, s.Text(buildBlock, false, ""), "Exception: Oops", "widgets library", "lib/broken.dart:26:5")
+
+	var got []Error
+	for _, line := range strings.Split(buildBlock, "\n") {
+		got = append(got, s.Text("flutter: "+line, false, "")...)
+	}
+	want(t, got, "Exception: Oops", "widgets library", "lib/broken.dart:26:5")
+	if got[0].Location != "lib/broken.dart:11:13" {
+		t.Errorf("a block a line at a time: location %q", got[0].Location)
+	}
+
+	want(t, s.Text("[ERROR:flutter/runtime/dart_vm_initializer.cc(41)] Unhandled Exception: Bad state: no element", true,
+		"#0      main.<anonymous closure> (package:flutter_hello_world/main.dart:20:5)\n#1      _rootRun (dart:async/zone.dart:1399:47)"),
+		"Bad state: no element", "unhandled exception", "lib/main.dart:20:5")
+	want(t, s.Text("[ERROR:flutter/shell/common/shell.cc(93)] Dart Error: something broke", true, ""), "Dart Error: something broke", "engine", "")
+	want(t, s.Text("E/flutter: could not open the camera", true, ""), "E/flutter: could not open the camera", "", "")
+	if got := s.Text("Another exception was thrown: Exception: Oops", false, ""); len(got) != 1 || !got[0].Repeat {
+		t.Errorf("a repeat line = %+v", got)
+	}
+	for _, quiet := range []string{"flutter: tick 1", "Reloaded 1 of 812 libraries", ""} {
+		if got := s.Text(quiet, false, ""); len(got) != 0 {
+			t.Errorf("%q made errors %+v", quiet, got)
+		}
+	}
+	// An unclosed block is bounded, not kept forever.
+	s.Text("══╡ EXCEPTION CAUGHT BY WIDGETS LIBRARY ╞══════", false, "")
+	for range maxBlockLines {
+		s.Text("more", false, "")
+	}
+	if s.block != nil && len(s.block) >= maxBlockLines {
+		t.Errorf("an unclosed block holds %d lines", len(s.block))
+	}
+}
+
+func FuzzScanner(f *testing.F) {
+	f.Add(buildBlock, false, "")
+	f.Add("[ERROR:flutter/x] Unhandled Exception: y\n#0 a (package:p/m.dart:1:2)", true, "#0 b (file:///r/lib/x.dart:3)")
+	f.Fuzz(func(t *testing.T, text string, isError bool, stack string) {
+		s := NewScanner(Project{Root: "/r", Package: "p"})
+		for _, e := range s.Text(text, isError, stack) {
+			if len(e.Summary) > maxSummary+4 || len(e.Text) > maxText+4 || e.Summary == "" {
+				t.Fatalf("unbounded or empty error %+v", e)
+			}
+		}
+	})
+}

@@ -1,7 +1,9 @@
 package apperrors
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,7 +12,8 @@ import (
 
 // Entry is one distinct error of a reload generation.
 type Entry struct {
-	ID         uint64 // increasing: the cursor of the list
+	ID         uint64 // increasing, stable: names the entry
+	Rev        uint64 // the list's revision when it last changed: the cursor
 	Generation int    // reloads and restarts before it
 	Count      int
 	FirstSeen  time.Time
@@ -52,6 +55,8 @@ type List struct {
 	entries    []*Entry // oldest first
 	bytes      int
 	next       uint64
+	rev        uint64        // bumped by every Add
+	changed    chan struct{} // closed and replaced by every Add
 	generation int
 	dropped    int // entries dropped for the bounds
 	total      int // errors reported, repeats included
@@ -65,7 +70,23 @@ func NewList(lim Limits) *List {
 	if lim.Bytes <= 0 {
 		lim.Bytes = 256 << 10
 	}
-	return &List{lim: lim}
+	return &List{lim: lim, changed: make(chan struct{})}
+}
+
+// Changed returns a channel that is closed at the next Add: a follower
+// waits on it, then reads, and never holds up the app's errors.
+func (l *List) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+// Rev is the list's revision: pass it as Read's since to read only what
+// changes after now.
+func (l *List) Rev() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rev
 }
 
 // Reloaded starts a new generation: the app was hot reloaded or
@@ -90,6 +111,9 @@ func (l *List) Add(e Error, t time.Time) (Entry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total++
+	l.rev++
+	close(l.changed)
+	l.changed = make(chan struct{})
 	for i := len(l.entries) - 1; i >= 0; i-- {
 		x := l.entries[i]
 		if x.Generation != l.generation {
@@ -98,11 +122,12 @@ func (l *List) Add(e Error, t time.Time) (Entry, bool) {
 		if x.Summary == e.Summary && (e.Repeat || x.Location == e.Location) {
 			x.Count++
 			x.LastSeen = t
+			x.Rev = l.rev
 			return *x, false
 		}
 	}
 	l.next++
-	x := &Entry{ID: l.next, Generation: l.generation, Count: 1, FirstSeen: t, LastSeen: t, Error: e}
+	x := &Entry{ID: l.next, Rev: l.rev, Generation: l.generation, Count: 1, FirstSeen: t, LastSeen: t, Error: e}
 	l.entries = append(l.entries, x)
 	l.bytes += size(x)
 	for len(l.entries) > 1 && (len(l.entries) > l.lim.Entries || l.bytes > l.lim.Bytes) {
@@ -147,19 +172,23 @@ type Page struct {
 	Next    uint64  // pass as since to read only what comes after this page
 }
 
-// Read returns the entries after since (0 for all), of the current
-// generation only unless all is set, newest first, with their lines
-// within budget bytes of text.
+// Read returns the entries that changed after revision since (0 for
+// all): new ones and those seen again. Only those of the current
+// generation unless all is set; the most recently seen first, with their
+// lines within budget bytes of text.
 func (l *List) Read(since uint64, all bool, budget int) Page {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := Page{Next: l.next}
+	p := Page{Next: l.rev}
 	var b strings.Builder
-	for i := len(l.entries) - 1; i >= 0; i-- {
-		e := l.entries[i]
-		if e.ID <= since || (!all && e.Generation != l.generation) {
-			continue
+	order := make([]*Entry, 0, len(l.entries))
+	for _, e := range l.entries {
+		if e.Rev > since && (all || e.Generation == l.generation) {
+			order = append(order, e)
 		}
+	}
+	slices.SortFunc(order, func(a, b *Entry) int { return cmp.Compare(b.Rev, a.Rev) })
+	for _, e := range order {
 		line := e.Line()
 		if b.Len()+len(line)+1 > budget && len(p.Entries) > 0 {
 			p.More = true

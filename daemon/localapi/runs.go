@@ -51,14 +51,11 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 			root = filepath.Clean(root)
 		}
 	}
-	recs, err := a.cfg.Runs.List(root)
+	infos, err := a.cfg.Runs.Infos(root)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}
-	reply := runsReply{Runs: make([]wire.Run, 0, len(recs))}
-	for _, rec := range recs {
-		reply.Runs = append(reply.Runs, runs.Info(rec))
-	}
+	reply := runsReply{Runs: infos}
 	writeJSON(w, http.StatusOK, reply)
 	return nil
 }
@@ -86,7 +83,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, runs.Info(rn.Record()))
+	writeJSON(w, http.StatusOK, rn.Info())
 	return nil
 }
 
@@ -95,35 +92,53 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 // just returns it. A client that hangs up does not cut the stop short
 // (that would skip the graceful steps): it is bounded by the grace periods.
 func (a *API) stop(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r.URL.Query()); err != nil {
+	if err := onlyParams(r.URL.Query(), "force"); err != nil {
 		return err
 	}
 	rn, err := a.find(r)
 	if err != nil {
 		return err
 	}
-	if err := rn.Stop(context.WithoutCancel(r.Context())); err != nil {
+	if err := rn.StopAs(context.WithoutCancel(r.Context()), act(r)); err != nil {
+		if claimed := (*runs.ClaimedError)(nil); errors.As(err, &claimed) {
+			return &apiError{code: http.StatusConflict, msg: err.Error()}
+		}
 		return fmt.Errorf("stop run %s: %w", rn.ID(), err)
 	}
-	writeJSON(w, http.StatusOK, runs.Info(rn.Record()))
+	writeJSON(w, http.StatusOK, rn.Info())
 	return nil
+}
+
+// act is who asks, as runs record it: flyctl sends its version header, a
+// browser (the dashboard) does not. ?force=1 overrides a claim.
+func act(r *http.Request) runs.Act {
+	client := "dashboard"
+	if r.Header.Get(wire.HeaderVersion) != "" {
+		client = "flyctl"
+	}
+	return runs.Act{By: store.Actor{Client: client}, Force: r.URL.Query().Get("force") == "1"}
 }
 
 // reload answers POST /v1/runs/{id}/reload[?full=1]: a hot reload (or
 // restart) as flutter_hot_reload does, with flutter's answer.
 func (a *API) reload(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r.URL.Query(), "full"); err != nil {
+	if err := onlyParams(r.URL.Query(), "full", "force"); err != nil {
 		return err
 	}
 	rn, err := a.find(r)
 	if err != nil {
 		return err
 	}
-	res, err := rn.Restart(r.Context(), r.URL.Query().Get("full") == "1")
+	res, err := rn.Restart(r.Context(), r.URL.Query().Get("full") == "1", act(r))
 	if err != nil {
 		return &apiError{code: http.StatusConflict, msg: err.Error()}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"code": res.Code, "message": res.Message})
+	newErrors := []string{}
+	for _, e := range res.Errors {
+		newErrors = append(newErrors, e.Line())
+	}
+	writeJSON(w, http.StatusOK, wire.ReloadResult{Code: res.Code, Message: res.Message, Applied: res.Applied(), Rejected: res.Rejected,
+		Summary: res.Summary(), CompileOutput: res.Stderr, NewErrors: newErrors})
 	return nil
 }
 

@@ -392,7 +392,7 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 	var again wire.Run
 	a.getJSON(t, "POST", "/v1/runs/"+r.ID()+"/stop", 200, &again)
 	if !reflect.DeepEqual(stopped, again) {
-		t.Errorf("stopping a stopped run changed it: %+v, then %+v", stopped, again)
+		t.Errorf("stopping a stopped run changed it: %+v %+v %+v, then %+v %+v %+v", stopped, stopped.LastAction, stopped.Errors, again, again.LastAction, again.Errors)
 	}
 	a.getJSON(t, "GET", "/v1/runs/"+r.ID(), 200, &info)
 	if info.State != "stopped" {

@@ -2,12 +2,12 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/apperrors"
 	"github.com/fly-dev/fly/daemon/runs"
-	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,6 +41,7 @@ type errorsResult struct {
 	NextSince  uint64     `json:"next_since"`
 	Total      int        `json:"total" jsonschema:"errors the app reported, repeats included"`
 	Dropped    int        `json:"dropped,omitempty" jsonschema:"distinct errors no longer kept"`
+	Others     []string   `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
 }
 
 // flutterErrors returns a run's framework errors, deduplicated, newest
@@ -50,45 +51,104 @@ func (t tools) flutterErrors(ctx context.Context, req *mcp.CallToolRequest, p er
 	if err != nil {
 		return nil, errorsResult{}, err
 	}
-	id := p.RunID
-	if id == "" {
-		live := t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun)
-		if len(live) == 0 {
-			return nil, errorsResult{}, errors.New("no live run in this workspace: start one with flutter_run, or pass run_id (see runs_list)")
-		}
-		var newest time.Time
-		for _, l := range live { // the newest live run
-			if r, err := t.s.runs.Get(l); err == nil && !r.Record().StartedAt.Before(newest) {
-				id, newest = l, r.Record().StartedAt
-			}
-		}
-		if id == "" {
-			return nil, errorsResult{}, errors.New("the live run of this workspace has just ended: see runs_list")
-		}
-	}
-	r, err := t.s.runs.Get(id)
+	r, err := t.runFor(sess, p.RunID)
 	if err != nil {
 		return nil, errorsResult{}, err
 	}
 	list := r.Errors()
 	if list == nil {
-		return nil, errorsResult{}, fmt.Errorf("run %s keeps no errors: only a flutter run started by flyd does (%s)", id, runs.LogURI(r.Kind(), id))
+		return nil, errorsResult{}, fmt.Errorf("run %s keeps no errors: only a flutter run started by flyd does (%s)", r.ID(), runs.LogURI(r.Kind(), r.ID()))
 	}
-	pg := list.Read(p.Since, p.All, errorsBudget)
+	news := t.s.news(sess, r)
+	res, text := errorsPage(r.ID(), list, p.Since, p.All)
+	res.Others = news
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: withNews(news, text)}}}, res, nil
+}
+
+// errorsPage is a page of a run's errors as the tool and the resource
+// give it: the structured result and its text.
+func errorsPage(id string, list *apperrors.List, since uint64, all bool) (errorsResult, string) {
+	pg := list.Read(since, all, errorsBudget)
 	st := list.Stats()
 	res := errorsResult{RunID: id, Generation: st.Generation, Errors: []errorOut{}, NextSince: pg.Next, Total: st.Total, Dropped: st.Dropped}
 	for _, e := range pg.Entries {
-		res.Errors = append(res.Errors, errorOut{ID: e.ID, Count: e.Count, Summary: e.Summary, Library: e.Library, Widget: e.Widget,
-			Location: e.Location, Frame: e.Frame, Generation: e.Generation, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen})
+		res.Errors = append(res.Errors, toErrorOut(e))
 	}
 	text := pg.Text
 	if len(pg.Entries) == 0 {
 		text = "no errors"
-		if !p.All && st.Generation > 0 {
+		if since > 0 {
+			text = "no new errors"
+		}
+		if !all && st.Generation > 0 {
 			text += " since the last reload"
 		}
 		text += "\n"
 	}
 	text += fmt.Sprintf("(next_since=%d)", pg.Next)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil
+	return res, text
+}
+
+func toErrorOut(e apperrors.Entry) errorOut {
+	return errorOut{ID: e.ID, Count: e.Count, Summary: e.Summary, Library: e.Library, Widget: e.Widget,
+		Location: e.Location, Frame: e.Frame, Generation: e.Generation, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen}
+}
+
+// errorsUpdateEvery coalesces resources/updated of one run's errors.
+const errorsUpdateEvery = 100 * time.Millisecond
+
+// parseErrorsURI returns the run id of fly://runs/{id}/errors.
+func parseErrorsURI(uri string) (string, error) {
+	rest, ok := strings.CutPrefix(uri, "fly://runs/")
+	id, ok2 := strings.CutSuffix(rest, "/errors")
+	if !ok || !ok2 || id == "" || strings.ContainsAny(id, "/?#\\") {
+		return "", invalidParams("%q is not a fly://runs/{id}/errors URI", uri)
+	}
+	return id, nil
+}
+
+// readErrors serves resources/read of fly://runs/{id}/errors: the run's
+// errors of the current generation, as flutter_errors gives them.
+func (s *Server) readErrors(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, err := parseErrorsURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.runs.Get(id)
+	if err != nil {
+		return nil, notFound(uri, err.Error())
+	}
+	if r.Errors() == nil {
+		return nil, notFound(uri, "run "+id+" keeps no errors: only a flutter run started by flyd does")
+	}
+	res, text := errorsPage(id, r.Errors(), 0, false)
+	return &mcp.ReadResourceResult{
+		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}},
+		Meta:     mcp.Meta{"generation": res.Generation, "total": res.Total, "next_since": res.NextSince, "dropped": res.Dropped},
+	}, nil
+}
+
+// followErrors tells the subscribers of r's errors resource that it
+// changed, at most once per errorsUpdateEvery, until the run ends.
+func (s *Server) followErrors(r *runs.Run) {
+	uri := runs.ErrorsURI(r.ID())
+	list := r.Errors()
+	for {
+		select {
+		case <-list.Changed():
+		case <-r.Done():
+			return
+		}
+		for _, sess := range s.sessions.All() {
+			if sess.Subscribed(uri) {
+				sess.Notify("notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})
+			}
+		}
+		select {
+		case <-time.After(errorsUpdateEvery):
+		case <-r.Done():
+			return
+		}
+	}
 }

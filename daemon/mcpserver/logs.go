@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/store"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -127,6 +128,16 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 			Description: "One line per entry: seq, time, stream (stdout, stderr, event or fly), text. Query: ?since=SEQ, ?tail=N, ?start=&length=.",
 			Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
 		})
+		if rec.Kind == store.KindRun {
+			out = append(out, &mcp.Resource{
+				URI:         runs.ErrorsURI(rec.ID),
+				Name:        "errors-" + rec.ID,
+				Title:       fmt.Sprintf("errors of run %s (%s)", rec.ID, rec.State),
+				MIMEType:    "text/plain",
+				Description: "The app's framework errors since its last reload, one line each with a count and the error-causing widget's location, newest first.",
+				Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
+			})
+		}
 	}
 	return out
 }
@@ -148,6 +159,13 @@ func (s *Server) RunChanged(r *runs.Run) {
 			defer s.notifyWG.Done()
 			s.followLog(r)
 		}()
+		if r.Errors() != nil {
+			s.notifyWG.Add(1)
+			go func() { // owned by the server: ends when the run does; Close waits
+				defer s.notifyWG.Done()
+				s.followErrors(r)
+			}()
+		}
 	}
 	wasLive, listed := s.listed[r.ID()]
 	announce := !listed || wasLive != live

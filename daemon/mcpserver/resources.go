@@ -244,6 +244,16 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 	case uriOverview, uriSessionsCurrent, uriSessionsRecent:
 		return uri, nil
 	}
+	if strings.HasPrefix(uri, "fly://runs/") {
+		id, err := parseErrorsURI(uri)
+		if err != nil {
+			return "", err
+		}
+		if _, err := s.runs.Get(id); err != nil {
+			return "", notFound(uri, err.Error())
+		}
+		return runs.ErrorsURI(id), nil
+	}
 	if strings.HasPrefix(uri, "logs:") {
 		_, id, _, err := parseLogURI(uri)
 		if err != nil {

@@ -93,16 +93,17 @@ type Server struct {
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
 
 	mu        sync.Mutex
-	notifying map[string]bool // runs whose log has a followLog goroutine
-	listed    map[string]bool // live runs whose start was announced by list_changed
-	notifyWG  sync.WaitGroup  // followLog goroutines
+	notifying map[string]bool              // runs whose log has a followLog goroutine
+	listed    map[string]bool              // live runs whose start was announced by list_changed
+	notifyWG  sync.WaitGroup               // followLog and followErrors goroutines
+	seen      map[string]map[string]uint64 // per session, per run: the newest action it was told of
 }
 
 // New builds the MCP surface for cfg: every tool, prompt, resource and
 // template, registered once. It does no I/O.
 func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Log, runs: cfg.Runs, sessions: cfg.Sessions, own: make(map[string]bool),
-		notifying: make(map[string]bool), listed: make(map[string]bool)}
+		notifying: make(map[string]bool), listed: make(map[string]bool), seen: make(map[string]map[string]uint64)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "flyd", Title: "fly", Version: wire.Version}, &mcp.ServerOptions{
 		Instructions:              instructions,
 		Logger:                    s.log.With("component", "mcp"),
@@ -132,6 +133,10 @@ func New(cfg Config) *Server {
 			Description: "The log of " + what + ": one line per entry (seq, time, stream, text). Add ?since=SEQ, ?tail=N or ?start=&length=; _meta gives first_seq, last_seq and total.",
 		}, s.readLog)
 	}
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name: "run-errors", Title: "Errors of a run", MIMEType: "text/plain", URITemplate: "fly://runs/{id}/errors",
+		Description: "A flutter run's framework errors since its last reload, deduplicated, newest first (as flutter_errors gives them). Subscribe to be told when they change.",
+	}, s.readErrors)
 	s.addTools(srv)
 	s.addPrompts(srv)
 	srv.AddReceivingMiddleware(s.logRequests, s.perSession)

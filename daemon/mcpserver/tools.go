@@ -38,14 +38,19 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"The run belongs to flyd, not to this call: every client sees it, can hot-reload or stop it, and read its log at log_uri.",
 		Annotations: runsTool}, t.flutterRun)
 	addTool(s.own, srv, &mcp.Tool{Name: "flutter_hot_reload", Title: "Hot reload",
-		Description: "Hot-reload a running app (app.restart with fullRestart false). Returns flutter's code and message; a non-zero code is a failed reload.",
+		Description: "Hot-reload a running app after editing code, and learn whether the change applied: an error result if it failed to compile or was rejected " +
+			"(then hot-restart), else the app's new errors until its next frame, or \"no new errors\".",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotReload)
 	addTool(s.own, srv, &mcp.Tool{Name: "flutter_hot_restart", Title: "Hot restart",
-		Description: "Hot-restart a running app (app.restart with fullRestart true): the app's state is lost.",
+		Description: "Hot-restart a running app (its state is lost), with the same honest outcome as flutter_hot_reload.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotRestart)
 	addTool(s.own, srv, &mcp.Tool{Name: "flutter_stop", Title: "Stop a run",
 		Description: "Stop a run or build: app.stop, then SIGTERM to its process group, then SIGKILL. Waits until every process of the group is gone.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.stop)
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_claim", Title: "Claim a run",
+		Description: "Hold a run for a while so other agents' reloads, restarts and stops are refused with your note (unless they force it); release: true ends it. " +
+			"A claim also ends with your session.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.claim)
 	addTool(s.own, srv, &mcp.Tool{Name: "flutter_build", Title: "Build the app",
 		Description: "Run `flutter build <platform>` and wait for it, reporting progress. Returns the exit code, the artifact path, the log URI and, on failure, the tail of the log. " +
 			"Cancelling the call kills the build.",
@@ -203,7 +208,8 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	if p.Device != "" {
 		args = append([]string{"-d", p.Device}, args...)
 	}
-	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindRun, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxRuns,
+	by := actor(sess)
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindRun, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxRuns, By: &by,
 		Args: append(append([]string{"run", "--machine"}, args...), p.Args...)})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
 		return nil, runResult{}, fmt.Errorf("%d runs are already live in this workspace (%s): stop one with flutter_stop, or start flyd with a higher --max-runs",
@@ -233,69 +239,6 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	}
 	res.Message = "the app has not started yet; it keeps building in flyd: follow " + res.LogURI
 	return nil, res, nil
-}
-
-type runIDParams struct {
-	RunID string `json:"run_id" jsonschema:"the run id from flutter_run or runs_list"`
-}
-
-type restartResult struct {
-	RunID   string `json:"run_id"`
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (t tools) hotReload(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
-	return t.restart(ctx, p.RunID, false)
-}
-
-func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
-	return t.restart(ctx, p.RunID, true)
-}
-
-func (t tools) restart(ctx context.Context, id string, full bool) (*mcp.CallToolResult, restartResult, error) {
-	r, err := t.s.runs.Get(id)
-	if err != nil {
-		return nil, restartResult{}, err
-	}
-	res, err := r.Restart(ctx, full)
-	rec := r.Record()
-	switch {
-	case errors.Is(err, runs.ErrRunEnded):
-		return nil, restartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
-	case errors.Is(err, runs.ErrNotStarted):
-		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, runs.LogURI(rec.Kind, id))
-	case err != nil:
-		return nil, restartResult{}, err
-	}
-	what := "hot reload"
-	if full {
-		what = "hot restart"
-	}
-	out := restartResult{RunID: id, Code: res.Code, Message: res.Message}
-	if res.Code != 0 {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("%s failed (code %d): %s", what, res.Code, res.Message)}}}, out, nil
-	}
-	return nil, out, nil
-}
-
-type stopResult struct {
-	RunID    string `json:"run_id"`
-	State    string `json:"state"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-}
-
-func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, stopResult, error) {
-	r, err := t.s.runs.Get(p.RunID)
-	if err != nil {
-		return nil, stopResult{}, err
-	}
-	if err := r.Stop(ctx); err != nil {
-		return nil, stopResult{}, err
-	}
-	rec := r.Record()
-	return nil, stopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode}, nil
 }
 
 // buildPlatforms maps flutter_build's platform to the flutter subcommand.
@@ -515,7 +458,8 @@ type runsListParams struct {
 }
 
 type runsListResult struct {
-	Runs []wire.Run `json:"runs"`
+	Runs   []wire.Run `json:"runs" jsonschema:"newest first, with who started each, its last action, claim and error counts"`
+	Others []string   `json:"others,omitempty" jsonschema:"what other sessions did to this workspace's live runs since your last call"`
 }
 
 func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsListParams) (*mcp.CallToolResult, runsListResult, error) {
@@ -527,13 +471,17 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	if p.All {
 		root = ""
 	}
-	recs, err := t.s.runs.List(root)
+	infos, err := t.s.runs.Infos(root)
 	if err != nil {
 		return nil, runsListResult{}, err
 	}
-	res := runsListResult{Runs: []wire.Run{}}
-	for _, rec := range recs {
-		res.Runs = append(res.Runs, runs.Info(rec))
+	res := runsListResult{Runs: infos}
+	for _, id := range t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun) {
+		if r, err := t.s.runs.Get(id); err == nil {
+			for _, l := range t.s.news(sess, r) {
+				res.Others = append(res.Others, id+": "+l)
+			}
+		}
 	}
 	return nil, res, nil
 }
@@ -549,15 +497,16 @@ type logsReadParams struct {
 }
 
 type logsReadResult struct {
-	RunID     string `json:"run_id"`
-	State     string `json:"state"`
-	FirstSeq  uint64 `json:"first_seq" jsonschema:"the oldest seq the log holds"`
-	LastSeq   uint64 `json:"last_seq" jsonschema:"the newest seq the log holds"`
-	FromSeq   uint64 `json:"from_seq,omitempty" jsonschema:"the oldest seq returned; pass as before to page back"`
-	ToSeq     uint64 `json:"to_seq,omitempty" jsonschema:"the newest seq returned"`
-	Entries   int    `json:"entries" jsonschema:"entries returned, one per line of the text"`
-	NextSince uint64 `json:"next_since" jsonschema:"pass as since to read what comes after this page"`
-	Truncated bool   `json:"truncated" jsonschema:"entries that match were left out: older ones (page back with before) or, with since, newer ones (continue with next_since)"`
+	RunID     string   `json:"run_id"`
+	State     string   `json:"state"`
+	FirstSeq  uint64   `json:"first_seq" jsonschema:"the oldest seq the log holds"`
+	LastSeq   uint64   `json:"last_seq" jsonschema:"the newest seq the log holds"`
+	FromSeq   uint64   `json:"from_seq,omitempty" jsonschema:"the oldest seq returned; pass as before to page back"`
+	ToSeq     uint64   `json:"to_seq,omitempty" jsonschema:"the newest seq returned"`
+	Entries   int      `json:"entries" jsonschema:"entries returned, one per line of the text"`
+	NextSince uint64   `json:"next_since" jsonschema:"pass as since to read what comes after this page"`
+	Truncated bool     `json:"truncated" jsonschema:"entries that match were left out: older ones (page back with before) or, with since, newer ones (continue with next_since)"`
+	Others    []string `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
 }
 
 // Budgets of what tools return: about 16 KB of text by default, so that
@@ -610,6 +559,9 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 	}
 	res := logsReadResult{RunID: id, State: string(r.Record().State), FirstSeq: pg.First, LastSeq: pg.Last,
 		Entries: len(pg.Lines), NextSince: pg.Next, Truncated: pg.Truncated}
+	if sess, err := t.call(req); err == nil {
+		res.Others = t.s.news(sess, r)
+	}
 	if len(pg.Lines) > 0 {
 		res.FromSeq, res.ToSeq = pg.From, pg.To
 	}
@@ -624,7 +576,7 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 			text = fmt.Sprintf("… older entries left out: call again with before=%d\n", pg.From) + text
 		}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: withNews(res.Others, text)}}}, res, nil
 }
 
 // tailText is the last n entries of ring as plain text, at most

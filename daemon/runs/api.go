@@ -2,10 +2,7 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
@@ -64,51 +61,6 @@ func (r *Run) StoredSeq() (uint64, bool) {
 		return 0, false
 	}
 	return st.LastSeq, true
-}
-
-// RestartResult is flutter's answer to a hot reload or restart: a
-// non-zero Code is a failure that Message explains.
-type RestartResult struct {
-	Code    int
-	Message string
-}
-
-// Restart hot-reloads (full false) or hot-restarts the app of a live
-// `flutter run` (app.restart), noting it in the log, and returns flutter's
-// answer. It fails with ErrRunEnded or ErrNotStarted when there is no app
-// to restart.
-func (r *Run) Restart(ctx context.Context, full bool) (RestartResult, error) {
-	rec := r.record()
-	switch {
-	case rec.Kind != store.KindRun:
-		return RestartResult{}, fmt.Errorf("%s is a %s, not a flutter run", r.id, rec.Kind)
-	case !r.live():
-		return RestartResult{}, fmt.Errorf("run %s: %w (%s)", r.id, ErrRunEnded, rec.State)
-	case rec.AppID == "" || rec.State != stateRunning:
-		return RestartResult{}, fmt.Errorf("run %s: %w", r.id, ErrNotStarted)
-	}
-	what := "hot reload"
-	if full {
-		what = "hot restart"
-	}
-	r.note(what + " requested")
-	if r.errors != nil {
-		r.errors.Reloaded() // what the app reports from now on is of the new code
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
-	if err != nil {
-		return RestartResult{}, fmt.Errorf("%s of run %s: %w", what, r.id, err)
-	}
-	if m.Error != "" {
-		return RestartResult{}, fmt.Errorf("%s of run %s: flutter says: %s", what, r.id, m.Error)
-	}
-	var res machineRestartResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		return RestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what, r.id, m.Result)
-	}
-	return RestartResult(res), nil
 }
 
 // Stdio is the stdin and stdout of a live upstream (Spec.Command): the

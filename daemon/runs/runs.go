@@ -19,8 +19,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -131,8 +133,18 @@ type Run struct {
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
 
-	errors *apperrors.List // the app's framework errors; nil for anything but a live `flutter run`
-	vm     vmFollower      // the app's VM-service connection, while it runs
+	errors  *apperrors.List    // the app's framework errors; nil for anything but a `flutter run`
+	scanner *apperrors.Scanner // finds errors in the app's text output; owned by the stdout reader
+	vm      vmFollower         // the app's VM-service connection, while it runs
+	vmState vmState            // what the connection learnt: the UI isolate, the services registered
+
+	journal []Action // what clients did to it, newest last; under mu
+	actSeq  uint64
+	claim   *Claim
+
+	reloads       reloads
+	frames        frameSignal
+	stderrCapture atomic.Pointer[lineCapture] // set while a reload waits for flutter's answer
 }
 
 func New(cfg Config, log *slog.Logger, changed func(*Run)) *Engine {
@@ -412,6 +424,8 @@ type Spec struct {
 	// stdout are the caller's (Run.Stdio); its stderr is the log.
 	Command string
 	Name    string // shown as Argv[0] instead of Command's path
+	// By is the client that starts it, recorded as its first action.
+	By *store.Actor
 }
 
 // LimitError is Start's error when Spec.Max live runs of the kind are
@@ -479,8 +493,11 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		markSlot: -1,
 		rec: store.Record{
 			ID: id, Kind: spec.Kind, Argv: append([]string{name}, spec.Args...), Root: spec.Root,
-			State: stateStarting, StartedAt: time.Now(),
+			State: stateStarting, StartedAt: time.Now(), StartedBy: spec.By,
 		},
+	}
+	if r.errors != nil {
+		r.scanner = apperrors.NewScanner(apperrors.Project{Root: spec.Root, Package: packageName(spec.Root)})
 	}
 	cmd := exec.Command(flutter, spec.Args...)
 	if spec.Kind != store.KindRun {
@@ -556,6 +573,9 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 			e.log.Warn("save run record", logRun, id, logErr, err)
 		}
 	}
+	if spec.By != nil {
+		r.logAction(store.Action{What: "start", By: *spec.By, Outcome: "pid " + strconv.Itoa(pid)})
+	}
 	r.announce()
 	e.log.Info("run started", logRun, id, logKind, spec.Kind, logPID, pid, "root", spec.Root)
 
@@ -629,7 +649,14 @@ func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 	if cmd.ProcessState != nil {
 		code = cmd.ProcessState.ExitCode()
 	}
+	var counts *store.ErrorCounts
+	if r.errors != nil {
+		st := r.errors.Stats()
+		counts = &store.ErrorCounts{Total: st.Total, Distinct: st.Entries, Current: st.Current}
+	}
 	r.mu.Lock()
+	r.rec.Errors = counts
+	r.claim = nil
 	r.rec.ExitCode = &code
 	r.rec.EndedAt = time.Now()
 	switch {
@@ -649,6 +676,11 @@ func (r *Run) supervise(cmd *exec.Cmd, stdout, stderr io.Reader) {
 			r.rec.Error = exitDescription(cmd.ProcessState, err)
 		}
 	}
+	outcome := string(r.rec.State)
+	if code >= 0 {
+		outcome += fmt.Sprintf(" (exit code %d)", code)
+	}
+	r.stopEndedLocked(outcome)
 	for id, ch := range r.pending {
 		close(ch)
 		delete(r.pending, id)
@@ -762,6 +794,11 @@ func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool) {
 
 // append adds one entry to the ring and queues it for the store.
 func (r *Run) append(stream logring.Stream, text string) {
+	if stream == logring.Stderr {
+		if c := r.stderrCapture.Load(); c != nil {
+			c.add(text)
+		}
+	}
 	e := r.ring.Append(stream, text)
 	if e.Seq == 0 || r.eng.db == nil {
 		return
@@ -865,6 +902,11 @@ func (r *Run) appLog(p machineAppLogParams) {
 	r.append(stream, p.Log)
 	if p.StackTrace != "" {
 		r.append(stream, p.StackTrace)
+	}
+	if r.scanner != nil {
+		for _, e := range r.scanner.Text(p.Log, p.Error, p.StackTrace) {
+			r.addError(e, time.Now(), false)
+		}
 	}
 }
 

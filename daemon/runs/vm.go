@@ -98,11 +98,83 @@ func (f *vmFollower) stop() {
 	f.wg.Wait()
 }
 
+// vmState is what a run's VM-service connection has learnt: the app's UI
+// isolate (a hot restart replaces it) and the services flutter_tools
+// registered (s0.reloadSources, …), for calls into the app.
+type vmState struct {
+	mu       sync.Mutex
+	isolate  string            // the UI isolate's id; "" while there is none
+	services map[string]string // service name → method to call it by
+}
+
+// Isolate is the id of the app's UI isolate, "" while none is known (a
+// hot restart is replacing it, or the VM service is not connected).
+func (r *Run) Isolate() string {
+	r.vmState.mu.Lock()
+	defer r.vmState.mu.Unlock()
+	return r.vmState.isolate
+}
+
+// ServiceMethod is the method by which to call a service registered on
+// the app's VM service (reloadSources → s0.reloadSources), "" if none is.
+func (r *Run) ServiceMethod(service string) string {
+	r.vmState.mu.Lock()
+	defer r.vmState.mu.Unlock()
+	return r.vmState.services[service]
+}
+
+func (v *vmState) setIsolate(id string) {
+	v.mu.Lock()
+	v.isolate = id
+	v.mu.Unlock()
+}
+
+// isolateEvent follows the UI isolate: a hot restart ends the old one
+// and starts a new one, both named main.
+func (v *vmState) isolateEvent(e vmservice.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch e.Kind {
+	case "IsolateStart", "IsolateRunnable":
+		if e.Isolate.Name == "main" || v.isolate == "" {
+			v.isolate = e.Isolate.ID
+		}
+	case "IsolateExit":
+		if e.Isolate.ID == v.isolate {
+			v.isolate = ""
+		}
+	}
+}
+
+func (v *vmState) serviceEvent(e vmservice.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch e.Kind {
+	case "ServiceRegistered":
+		if v.services == nil {
+			v.services = map[string]string{}
+		}
+		if len(v.services) < 64 {
+			v.services[e.Service] = e.Method
+		}
+	case "ServiceUnregistered":
+		delete(v.services, e.Service)
+	}
+}
+
+// vmStreams are the streams a run follows: Extension for the framework's
+// errors and frames, Isolate for the UI isolate across hot restarts,
+// Service for flutter_tools' reload services, Stderr for what the app
+// writes there (a flutter run already relays it in app.log, so it is not
+// logged twice).
+var vmStreams = []string{"Extension", "Isolate", "Service", "Stderr"}
+
 // watchVM follows one connection until it ends or ctx is done. DDS
-// replays the history of Extension on streamListen, and again after a
-// reconnect: seen drops what was already taken (dart mcp-server and
-// package:dds_service_extensions dedupe by timestamp alone, which also
-// drops distinct errors of one millisecond).
+// replays the history of Extension on streamListen (and again after a
+// reconnect), and getStreamHistory returns it too: seen drops what was
+// already taken (dart mcp-server and package:dds_service_extensions
+// dedupe by timestamp alone, which also drops distinct errors of one
+// millisecond).
 func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project, seen *seenSet) error {
 	c, err := vmservice.Dial(ctx, uri, vmservice.Options{})
 	if err != nil {
@@ -111,45 +183,97 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	for _, s := range []string{"Extension", "Isolate"} {
+	defer r.vmState.setIsolate("")
+	var vm struct {
+		Isolates []vmservice.IsolateRef `json:"isolates"`
+	}
+	if err := c.Call(ctx, "getVM", nil, &vm); err != nil {
+		return err
+	}
+	for _, iso := range vm.Isolates {
+		if iso.Name == "main" || r.Isolate() == "" {
+			r.vmState.setIsolate(iso.ID)
+		}
+	}
+	for _, s := range vmStreams {
 		if err := c.StreamListen(ctx, s); err != nil {
 			return err
 		}
 	}
 	// The same error can come twice in one millisecond: an event's key is
-	// its time, its data and how many such came before it on this
-	// connection, which a replay repeats in the same order.
-	occurrences := map[string]int{}
+	// its time, its data and how many such came before it from the same
+	// source, which a replay repeats in the same order.
+	fromHistory, fromStream := map[string]int{}, map[string]int{}
+	if history, err := c.StreamHistory(ctx, "Extension"); err == nil { // not DDS: no history
+		for _, e := range history {
+			r.vmEvent(e, project, seen, fromHistory, false)
+		}
+	}
 	for e := range c.Events() {
-		if e.StreamID != "Extension" || e.ExtensionKind != "Flutter.Error" {
-			continue
-		}
-		h := fnv.New64a()
-		h.Write(e.ExtensionData)
-		key := strconv.FormatInt(e.Timestamp, 10) + ":" + strconv.FormatUint(h.Sum64(), 16)
-		occurrences[key]++
-		if !seen.add(key + "#" + strconv.Itoa(occurrences[key])) {
-			continue
-		}
-		fe, err := apperrors.ParseEvent(e.ExtensionData, project)
-		if err != nil {
-			continue
-		}
-		at := time.UnixMilli(e.Timestamp)
-		if e.Timestamp <= 0 {
-			at = time.Now()
-		}
-		r.errors.Add(fe, at)
-		text := fe.Text
-		if text == "" {
-			text = fe.Summary
-		}
-		r.append(logring.Error, text)
+		r.vmEvent(e, project, seen, fromStream, true)
 	}
 	if err := c.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
+}
+
+// vmEvent applies one event of the app's VM service to the run; live is
+// false for the history DDS keeps.
+func (r *Run) vmEvent(e vmservice.Event, project apperrors.Project, seen *seenSet, occurrences map[string]int, live bool) {
+	switch e.StreamID {
+	case "Isolate":
+		r.vmState.isolateEvent(e)
+		return
+	case "Service":
+		r.vmState.serviceEvent(e)
+		return
+	case "Extension":
+	default:
+		return
+	}
+	switch e.ExtensionKind {
+	case "Flutter.Frame", "Flutter.FirstFrame":
+		// A frame is news only if it is newer than every frame seen: the
+		// history and DDS's replay of it are not (the device's clock
+		// need not agree with this machine's, so no other time is used).
+		r.frames.seen(e.Timestamp, live)
+		return
+	case "Flutter.Error":
+	default:
+		return
+	}
+	h := fnv.New64a()
+	h.Write(e.ExtensionData)
+	key := strconv.FormatInt(e.Timestamp, 10) + ":" + strconv.FormatUint(h.Sum64(), 16)
+	occurrences[key]++
+	if !seen.add(key + "#" + strconv.Itoa(occurrences[key])) {
+		return
+	}
+	fe, err := apperrors.ParseEvent(e.ExtensionData, project)
+	if err != nil {
+		return
+	}
+	at := time.UnixMilli(e.Timestamp)
+	if e.Timestamp <= 0 {
+		at = time.Now()
+	}
+	r.addError(fe, at, true)
+}
+
+// addError adds an error of the app to the run's list and, when logText,
+// its text to the log as an entry of the error stream (an error found in
+// the app's output is in the log already).
+func (r *Run) addError(fe apperrors.Error, at time.Time, logText bool) {
+	r.errors.Add(fe, at)
+	if !logText {
+		return
+	}
+	text := fe.Text
+	if text == "" {
+		text = fe.Summary
+	}
+	r.append(logring.Error, text)
 }
 
 // seenSet remembers the last n keys.

@@ -2,13 +2,18 @@ package runs
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/logring"
+	"github.com/fly-dev/fly/store"
 )
 
 // TestRunFollowsVMServiceErrors: the framework errors a debug run posts
@@ -32,16 +37,154 @@ func TestRunFollowsVMServiceErrors(t *testing.T) {
 	if n != 200 {
 		t.Errorf("%d error entries in the log, want 200", n)
 	}
-	if _, err := r.Restart(context.Background(), false); err != nil {
+	o, err := r.Restart(context.Background(), false, Act{By: store.Actor{Session: "s1", Client: "test"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	flytest.Eventually(t, "the error after the reload", func() bool { return r.Errors().Stats().Current == 1 && r.Errors().Stats().Generation == 1 })
-	if p := r.Errors().Read(0, false, 4<<10); !strings.Contains(p.Text, "Exception: Oops — MyBrokenHomePage at lib/main.dart:11:13") {
-		t.Errorf("after the reload: %q", p.Text)
+	// The error the reload caused is in its outcome: the fake draws a
+	// frame after it, which ends the settle window.
+	if !o.Applied() || o.Settled != "first frame" || len(o.Errors) != 1 || !strings.Contains(o.ErrorsText, "Exception: Oops — MyBrokenHomePage at lib/main.dart:11:13") {
+		t.Errorf("reload outcome = %+v, want applied with the build exception", o)
+	}
+	if st := r.Errors().Stats(); st.Current != 1 || st.Generation != 1 {
+		t.Errorf("after the reload: %+v", st)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+var (
+	alice = Act{By: store.Actor{Session: "aaaaaaaa", Client: "claude-code"}}
+	bob   = Act{By: store.Actor{Session: "bbbbbbbb", Client: "cursor"}}
+)
+
+// TestReloadOutcomes: a hot reload says whether it applied: a rejected
+// one says a restart is needed, a compile error comes with flutter's
+// output, a clean one has no new errors; each is in the journal.
+func TestReloadOutcomes(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+
+	r := startApp(t, e, fakeflutter.EnvReloadReject, "1", fakeflutter.EnvTickMS, "0")
+	o, err := r.Restart(ctx, false, alice)
+	if err != nil || o.Applied() || !o.Rejected || !strings.Contains(o.Message, "Reload rejected") || o.Summary() != "rejected: a hot restart is needed" {
+		t.Errorf("a rejected reload = %+v, %v", o, err)
+	}
+	if o, err := r.Restart(ctx, true, alice); err != nil || !o.Applied() || len(o.Errors) != 0 || o.Summary() != "applied, no new errors" {
+		t.Errorf("the restart after it = %+v, %v", o, err)
+	}
+	acts, _ := r.ActionsSince(0)
+	if len(acts) != 2 || acts[0].What != "hot reload" || acts[0].Outcome != "rejected: a hot restart is needed" || acts[1].What != "hot restart" {
+		t.Errorf("journal = %+v", acts)
+	}
+	if la := r.Record().LastAction; la == nil || la.What != "hot restart" || la.By.Client != "claude-code" {
+		t.Errorf("last action = %+v", la)
+	}
+
+	r = startApp(t, e, fakeflutter.EnvReloadFail, "1", fakeflutter.EnvTickMS, "0")
+	o, err = r.Restart(ctx, false, alice)
+	if err != nil || o.Applied() || o.Rejected || len(o.Stderr) == 0 || !strings.Contains(o.Stderr[0], "lib/main.dart:12:3: Error: Expected ';' after this.") {
+		t.Errorf("a reload that does not compile = %+v, %v", o, err)
+	}
+}
+
+// TestReloadsCoalesce: reloads asked at once by several clients are one
+// reload after the one in flight, and each caller gets its outcome with
+// the others named.
+func TestReloadsCoalesce(t *testing.T) {
+	e := newEngine(t)
+	r := startApp(t, e, fakeflutter.EnvTickMS, "0")
+	const n = 6
+	outs := make([]Outcome, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		act := Act{By: store.Actor{Session: fmt.Sprintf("s%d", i), Client: "agent"}}
+		wg.Go(func() { outs[i], errs[i] = r.Restart(context.Background(), false, act) })
+	}
+	wg.Wait()
+	// However they interleave, every caller's outcome is a reload that
+	// ran, shared by the callers it names: a reload shared by k callers
+	// is counted 1/k by each, so the reloads flutter did are the sum.
+	batches := 0.0
+	for i := range n {
+		if errs[i] != nil || !outs[i].Applied() {
+			t.Fatalf("caller %d: %+v, %v", i, outs[i], errs[i])
+		}
+		batches += 1 / float64(len(outs[i].Shared)+1)
+	}
+	if reloads := strings.Count(strings.Join(r.Tail(r.Ring().Len()), "\n"), "Reloaded 1 of 812 libraries in"); float64(reloads) < batches-0.01 || float64(reloads) > batches+0.01 {
+		t.Errorf("flutter reloaded %d times; the outcomes account for %.2f reloads", reloads, batches)
+	}
+	acts, _ := r.ActionsSince(0)
+	if len(acts) != n {
+		t.Errorf("%d actions in the journal, want one per caller (%d)", len(acts), n)
+	}
+}
+
+// TestClaims: while a session holds a claim, another's reload and stop
+// are refused with the holder's name and note; force overrides and is
+// recorded; the claim ends with its session.
+func TestClaims(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	r := startApp(t, e, fakeflutter.EnvTickMS, "0")
+	if _, err := r.Claim(bob, "  profiling the list\nscreen ", 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Restart(ctx, false, alice)
+	var ce *ClaimedError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "cursor #bbbbbb") || !strings.Contains(err.Error(), `"profiling the list screen"`) ||
+		!strings.Contains(err.Error(), "force") {
+		t.Errorf("a reload under another's claim = %v", err)
+	}
+	if err := r.StopAs(ctx, alice); !errors.As(err, &ce) {
+		t.Errorf("a stop under another's claim = %v", err)
+	}
+	if _, err := r.Claim(alice, "mine now", time.Minute); !errors.As(err, &ce) {
+		t.Errorf("claiming a claimed run = %v", err)
+	}
+	if _, err := r.Restart(ctx, false, bob); err != nil {
+		t.Errorf("the holder's own reload = %v", err)
+	}
+	if o, err := r.Restart(ctx, false, Act{By: alice.By, Force: true}); err != nil || !o.Applied() {
+		t.Errorf("a forced reload = %+v, %v", o, err)
+	}
+	if la := r.Record().LastAction; la == nil || !la.Forced || la.By.Session != alice.By.Session {
+		t.Errorf("the forced reload's record = %+v", la)
+	}
+	if c, ok := r.CurrentClaim(); !ok || c.By != bob.By || time.Until(c.Until) < 14*time.Minute {
+		t.Errorf("claim = %+v, %v; want bob's for the default 15 minutes", c, ok)
+	}
+	e.ReleaseClaims(bob.By.Session)
+	if _, ok := r.CurrentClaim(); ok {
+		t.Error("the claim outlived its session")
+	}
+	if _, err := r.Restart(ctx, false, alice); err != nil {
+		t.Errorf("a reload after the claim ended = %v", err)
+	}
+}
+
+// TestWebErrorsFromText: on the web, structured errors are off and the
+// app prints the blocks in app.log: they become the same entries.
+func TestWebErrorsFromText(t *testing.T) {
+	e := newEngine(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Start(context.Background(), Spec{Kind: store.KindRun, Root: root,
+		Env:  fakeEnv(fakeflutter.EnvErrorsAtStart, "overflow,overflow,overflow", fakeflutter.EnvTickMS, "0"),
+		Args: []string{"run", "--machine", "-d", "chrome"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flytest.Eventually(t, "3 errors from text", func() bool { return r.Errors().Stats().Total == 3 })
+	p := r.Errors().Read(0, false, 4<<10)
+	if len(p.Entries) != 1 || p.Entries[0].Count != 3 || p.Entries[0].Location != "lib/main.dart:30:12" || p.Entries[0].Library != "rendering library" {
+		t.Errorf("web errors = %q", p.Text)
 	}
 }

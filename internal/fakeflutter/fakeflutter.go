@@ -57,6 +57,12 @@ const (
 	// answer {"code":1,"message":"Try again after fixing the above error(s)."}.
 	EnvReloadFail = "FAKE_FLUTTER_RELOAD_FAIL"
 
+	// EnvReloadReject makes the VM reject every hot reload (not a hot
+	// restart), as it does a change reload cannot apply: stderr says
+	// "Hot reload was rejected:" and why, and app.restart answers
+	// {"code":1,"message":"Reload rejected: <why>"} (run_hot.dart).
+	EnvReloadReject = "FAKE_FLUTTER_RELOAD_REJECT"
+
 	// EnvCrashAfter (an integer N >= 0) makes `run --machine` crash after
 	// app.started and N app.log lines: it prints an error app.log event
 	// and "Lost connection to device." and exits with CrashExitCode,
@@ -142,6 +148,9 @@ const (
 	ExitUsage   = 64 // an unknown command, subcommand or missing argument
 	// CrashExitCode is the exit code of a run that crashes (EnvCrashAfter).
 	CrashExitCode = 255
+	// killedExitCode is what an in-process run returns when its test kills
+	// it (see mainKillable), as a shell reports SIGKILL.
+	killedExitCode = 137
 )
 
 // Version facts the fake reports.
@@ -162,6 +171,8 @@ const (
 type config struct {
 	buildFail  bool
 	reloadFail bool
+	reject     bool
+	kill       <-chan struct{} // in-process tests only: see mainKillable
 	ignoreTerm bool
 	wrongAppID bool
 	noDevices  bool
@@ -207,6 +218,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	c.buildFail = boolean(EnvBuildFail)
 	c.reloadFail = boolean(EnvReloadFail)
+	c.reject = boolean(EnvReloadReject)
 	c.ignoreTerm = boolean(EnvIgnoreSIGTERM)
 	c.wrongAppID = boolean(EnvWrongAppID)
 	c.noDevices = boolean(EnvNoDevices)
@@ -266,11 +278,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 // EnvIgnoreSIGTERM and EnvGrandchild act on the whole process, so they
 // belong in a re-executed helper process, not in-process tests.
 func Main(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return mainKillable(nil, args, getenv, stdin, stdout, stderr)
+}
+
+// mainKillable is Main for an in-process test: closing kill ends a run at
+// once, as SIGKILL ends the process (neither stdin EOF nor
+// daemon.shutdown stops an app, as in the real tool).
+func mainKillable(kill <-chan struct{}, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "fake flutter: %v\n", err)
 		return 2
 	}
+	cfg.kill = kill
 	// Global options come before the command.
 	i := 0
 	machine := false

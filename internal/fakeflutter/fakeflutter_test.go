@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,11 +97,12 @@ func startRun(t *testing.T, vars map[string]string, args ...string) *session {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &session{t: t, in: inW, lines: make(chan string, 1<<17), stderr: &syncBuffer{}, code: make(chan int, 1)}
+	kill := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		s.code <- Main(append([]string{"run", "--machine"}, args...), getenv(vars), inR, outW, s.stderr)
+		s.code <- mainKillable(kill, append([]string{"run", "--machine"}, args...), getenv(vars), inR, outW, s.stderr)
 		outW.Close()
 	}()
 	go func() {
@@ -119,8 +121,7 @@ func startRun(t *testing.T, vars map[string]string, args ...string) *session {
 	}()
 	t.Cleanup(func() {
 		if !s.exited {
-			// Writing fails harmlessly if Main has already returned.
-			go io.WriteString(inW, `[{"id":"cleanup","method":"daemon.shutdown"}]`+"\n")
+			close(kill) // neither stdin EOF nor daemon.shutdown stops an app
 			go func() {
 				for range s.lines {
 				}
@@ -409,11 +410,30 @@ func TestRunWrongAppID(t *testing.T) {
 			t.Errorf("%s with the reported id -> %+v, want not found", method, r)
 		}
 	}
-	s.send(`[{"id":9,"method":"daemon.shutdown"}]`)
-	code, rest := s.wait()
-	if code != 0 || index(rest, func(l string) bool { return l == `[{"id":9}]` }) < 0 ||
-		index(rest, isEvent("app.stop")) < 0 {
-		t.Errorf("daemon.shutdown: code %d, output:\n%s", code, strings.Join(rest, "\n"))
+}
+
+// TestRunOutlivesItsDaemonConnection: as in the real tool (the
+// reference's §6.2), neither daemon.shutdown nor the end of stdin stops
+// the app under run --machine: it keeps running (and printing) until it
+// is stopped another way.
+func TestRunOutlivesItsDaemonConnection(t *testing.T) {
+	for _, how := range []string{"daemon.shutdown", "stdin EOF"} {
+		t.Run(how, func(t *testing.T) {
+			s := startRun(t, map[string]string{EnvAppID: testAppID, EnvTickMS: "20"})
+			s.event("app.started")
+			if how == "stdin EOF" {
+				s.in.Close()
+			} else {
+				s.send(`[{"id":9,"method":"daemon.shutdown"}]`)
+				s.reply("9")
+			}
+			for range 3 { // the app still runs: three more ticks
+				s.next("a tick after "+how, isEvent("app.log"))
+			}
+			if slices.ContainsFunc(s.seen, isEvent("app.stop")) {
+				t.Errorf("%s stopped the app", how)
+			}
+		})
 	}
 }
 

@@ -161,6 +161,7 @@ type runner struct {
 	acceptID string     // what requests must name
 	progress int        // the next progress id
 	vm       *vmService // nil in release mode
+	shutdown bool       // daemon.shutdown came: requests are no longer read
 }
 
 func run(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -318,6 +319,9 @@ func (r *runner) launch() (int, bool) {
 	for _, k := range r.cfg.errorsAtStart {
 		r.throw(k)
 	}
+	if r.vm != nil {
+		r.vm.postFrame(true) // the first frame, drawn with (and after) those errors
+	}
 	return 0, true
 }
 
@@ -391,6 +395,11 @@ func (r *runner) serve(stdin io.Reader) int {
 			if code, exit := r.handle(line); exit {
 				return code
 			}
+			if r.shutdown {
+				reqs = nil
+			}
+		case <-r.cfg.kill:
+			return killedExitCode
 		case <-crashed:
 			r.out.event("app.log", logParams{
 				AppID:      r.appID,
@@ -565,7 +574,7 @@ func (r *runner) handle(line []byte) (code int, exit bool) {
 	if result != nil {
 		raw, _ = json.Marshal(result)
 	}
-	if exit && method != "daemon.shutdown" {
+	if exit {
 		// app.stop and app.detach: the app's stop event, then the answer.
 		r.out.event("app.stop", appIDParams{r.appID})
 	}
@@ -573,9 +582,6 @@ func (r *runner) handle(line []byte) (code int, exit bool) {
 		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result,omitempty"`
 	}{id, raw})
-	if exit && method == "daemon.shutdown" {
-		r.out.event("app.stop", appIDParams{r.appID})
-	}
 	return 0, exit
 }
 
@@ -593,7 +599,10 @@ func (r *runner) dispatch(method string, args map[string]any) (result any, err d
 	case "daemon.version":
 		return ProtocolVersion, "", false
 	case "daemon.shutdown":
-		return nil, "", true
+		// Under run --machine it ends the daemon connection, not the app
+		// (the reference's §6.2): serve stops reading stdin.
+		r.shutdown = true
+		return nil, "", false
 	case "app.restart":
 		appID, err := r.app(args)
 		if err != "" {
@@ -677,6 +686,11 @@ func (r *runner) restart(full bool) restartResult {
 		r.finishProgress(id, &kind)
 		return restartResult{1, "Try again after fixing the above error(s)."}
 	}
+	if r.cfg.reject && !full {
+		fmt.Fprintf(r.stderr, "Hot reload was rejected:\n%s\n", rejectReason)
+		r.finishProgress(id, &kind)
+		return restartResult{1, "Reload rejected: " + rejectReason}
+	}
 	res := restartResult{Code: 0}
 	r.reloaded(full)
 	if full {
@@ -718,6 +732,10 @@ func boolArg(args map[string]any, name string) (bool, daemonError) {
 	}
 	return b, ""
 }
+
+// rejectReason is why the VM rejects a reload (EnvReloadReject), in its
+// words.
+const rejectReason = "Const class cannot become non-const: Library:'package:app/main.dart' Class: MyHomePage"
 
 func compileError(target string) string {
 	return target + ":12:3: Error: Expected ';' after this.\n" +
@@ -797,13 +815,14 @@ func (r *runner) reloaded(full bool) {
 	for _, k := range r.cfg.errorsOnReload {
 		r.throw(k)
 	}
+	r.vm.postFrame(full) // the frame drawn with the new code
 }
 
 // reloadFromVM is a reload asked through the VM service (the services
 // flutter_tools registers, s0.reloadSources and s0.hotRestart), which
 // does not go through the daemon protocol's progress events.
 func (r *runner) reloadFromVM(full bool) bool {
-	if r.cfg.reloadFail {
+	if r.cfg.reloadFail || (r.cfg.reject && !full) {
 		return false
 	}
 	r.reloaded(full)

@@ -40,6 +40,7 @@ type vmService struct {
 	isolate   int                          // the UI isolate's number: a hot restart makes a new one
 	sinceLoad int                          // errorsSinceReload
 	ids       int                          // the last inspector-N valueId
+	frames    int                          // frames drawn
 }
 
 // vmClient is one connection and the streams it listens to.
@@ -309,6 +310,20 @@ func (v *vmService) post(stream string, fields map[string]any) {
 	for _, c := range to {
 		c.write(msg)
 	}
+}
+
+// postFrame posts the Flutter.Frame event the framework posts after each
+// frame (and Flutter.FirstFrame before the first of an isolate).
+func (v *vmService) postFrame(first bool) {
+	v.mu.Lock()
+	v.frames++
+	n := v.frames
+	v.mu.Unlock()
+	if first {
+		v.post("Extension", map[string]any{"kind": "Extension", "extensionKind": "Flutter.FirstFrame", "extensionData": map[string]any{}})
+	}
+	v.post("Extension", map[string]any{"kind": "Extension", "extensionKind": "Flutter.Frame", "extensionData": map[string]any{
+		"number": n, "startTime": time.Now().UnixMicro(), "elapsed": 8123, "build": 2311, "raster": 3412, "vsyncOverhead": 402}})
 }
 
 // print is the app's print(): two Stdout WriteEvents, the text and "\n",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,16 @@ func (q *eventQueue) next(t *testing.T, stream string) vmservice.Event {
 	}
 }
 
+// nextError is the next Flutter.Error, past the frames.
+func (q *eventQueue) nextError(t *testing.T) vmservice.Event {
+	t.Helper()
+	for {
+		if e := q.next(t, "Extension"); e.ExtensionKind == "Flutter.Error" {
+			return e
+		}
+	}
+}
+
 // TestVMServiceErrors: a debug run serves a VM service at the app.debugPort
 // URI that posts Flutter.Error events as the framework does (the whole
 // text first, then "Another exception was thrown", the count reset by a
@@ -95,7 +106,7 @@ func TestVMServiceErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first, second := decodeError(t, q.next(t, "Extension")), decodeError(t, q.next(t, "Extension"))
+	first, second := decodeError(t, q.nextError(t)), decodeError(t, q.nextError(t))
 	if first.ErrorsSinceReload != 0 || !strings.HasPrefix(first.RenderedErrorText, "══╡ EXCEPTION CAUGHT BY RENDERING LIBRARY ╞═") ||
 		!strings.Contains(first.RenderedErrorText, "A RenderFlex overflowed by 42 pixels on the right.") || first.Description != "Exception caught by rendering library" {
 		t.Errorf("first error = %+v", first)
@@ -112,8 +123,14 @@ func TestVMServiceErrors(t *testing.T) {
 	if !strings.HasPrefix(widget, "Row Row:file:///") || !strings.HasSuffix(widget, "/lib/main.dart:30:12") {
 		t.Errorf("the error-causing widget is %q, want Row Row:file:///…/lib/main.dart:30:12", widget)
 	}
-	if hist, err := c.StreamHistory(ctx, "Extension"); err != nil || len(hist) != 2 || decodeError(t, hist[1]).ErrorsSinceReload != 1 {
-		t.Errorf("Extension history = %d events, %v; want the 2 errors thrown at start", len(hist), err)
+	hist, err := c.StreamHistory(ctx, "Extension")
+	var kinds []string
+	for _, e := range hist {
+		kinds = append(kinds, e.ExtensionKind)
+	}
+	if want := []string{"Flutter.Error", "Flutter.Error", "Flutter.FirstFrame", "Flutter.Frame"}; err != nil || !slices.Equal(kinds, want) ||
+		decodeError(t, hist[1]).ErrorsSinceReload != 1 {
+		t.Errorf("Extension history = %v, %v; want the 2 errors thrown at start, then the first frame", kinds, err)
 	}
 	var e *vmservice.Error
 	if _, err := c.StreamHistory(ctx, "Isolate"); !errors.As(err, &e) || e.Code != vmservice.CodeInvalidParams {
@@ -126,8 +143,11 @@ func TestVMServiceErrors(t *testing.T) {
 
 	// A reload through the daemon protocol resets the count.
 	s.send(`[{"id":7,"method":"app.restart","params":{"appId":"` + appID + `","fullRestart":false}}]`)
-	if d := decodeError(t, q.next(t, "Extension")); d.ErrorsSinceReload != 0 || !strings.HasPrefix(d.RenderedErrorText, "══╡ EXCEPTION CAUGHT BY WIDGETS LIBRARY ╞") {
+	if d := decodeError(t, q.nextError(t)); d.ErrorsSinceReload != 0 || !strings.HasPrefix(d.RenderedErrorText, "══╡ EXCEPTION CAUGHT BY WIDGETS LIBRARY ╞") {
 		t.Errorf("the error after a reload = %d %.60q, want the whole text of the build exception", d.ErrorsSinceReload, d.RenderedErrorText)
+	}
+	if f := q.next(t, "Extension"); f.ExtensionKind != "Flutter.Frame" {
+		t.Errorf("after the reload's error: %s, want the frame drawn with the new code", f.ExtensionKind)
 	}
 
 	// A hot restart through the registered service starts a new isolate.
@@ -142,7 +162,7 @@ func TestVMServiceErrors(t *testing.T) {
 	if exit.Kind != "IsolateExit" || exit.Isolate.ID != before.Isolates[0].ID || start.Kind != "IsolateStart" || start.Isolate.ID == exit.Isolate.ID {
 		t.Errorf("hot restart: %+v then %+v, want the old isolate's exit and a new one's start", exit, start)
 	}
-	if d := decodeError(t, q.next(t, "Extension")); d.ErrorsSinceReload != 0 || d.Description != "Exception caught by widgets library" {
+	if d := decodeError(t, q.nextError(t)); d.ErrorsSinceReload != 0 || d.Description != "Exception caught by widgets library" {
 		t.Errorf("the error after a restart = %+v", d)
 	}
 

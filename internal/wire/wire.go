@@ -153,6 +153,55 @@ type Run struct {
 	DTDURI       string    `json:"dtd_uri,omitempty"`
 	Error        string    `json:"error,omitempty"`
 	LogURI       string    `json:"log_uri"`
+	StartedBy    *Actor    `json:"started_by,omitempty"`  // the client that started it
+	LastAction   *Action   `json:"last_action,omitempty"` // the newest thing a client did to it
+	Claim        *Claim    `json:"claim,omitempty"`       // a session's hold on it, while it lasts
+	Errors       *Errors   `json:"errors,omitempty"`      // the app's framework errors (a flutter run's)
+}
+
+// ReloadResult is the answer to POST RouteRunReload: what the hot reload
+// or restart did.
+type ReloadResult struct {
+	Code          int      `json:"code"` // flutter's: 0 when applied
+	Message       string   `json:"message"`
+	Applied       bool     `json:"applied"`
+	Rejected      bool     `json:"rejected,omitempty"` // a hot restart is needed
+	Summary       string   `json:"summary"`            // one line: "applied, no new errors"
+	CompileOutput []string `json:"compile_output,omitempty"`
+	NewErrors     []string `json:"new_errors"` // one line each, newest first
+}
+
+// Actor is a client that acted on a run: its session id and name.
+type Actor struct {
+	Session string `json:"session,omitempty"`
+	Client  string `json:"client"`
+}
+
+// Action is one thing a client did to a run.
+type Action struct {
+	What    string    `json:"what"` // start, hot reload, hot restart, stop, claim, release
+	By      Actor     `json:"by"`
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome,omitempty"`
+	Forced  bool      `json:"forced,omitempty"` // it overrode another session's claim
+}
+
+// Claim is a session's hold on a run: until it ends, other sessions'
+// reloads, restarts and stops are refused unless forced.
+type Claim struct {
+	By    Actor     `json:"by"`
+	Note  string    `json:"note,omitempty"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+}
+
+// Errors counts a run's framework errors.
+type Errors struct {
+	Total    int    `json:"total"`             // errors the app reported, repeats included
+	Distinct int    `json:"distinct"`          // distinct errors kept
+	Current  int    `json:"current"`           // distinct errors since the last reload or restart
+	URI      string `json:"uri,omitempty"`     // the resource that lists them
+	Dropped  int    `json:"dropped,omitempty"` // distinct errors no longer kept
 }
 
 // Live reports whether the run has not ended yet.

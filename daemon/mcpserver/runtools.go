@@ -1,0 +1,276 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tools that act on a run: hot reload, hot restart, stop and claim.
+// Each is recorded with the session that asked, refused while another
+// session holds a claim (unless forced), and every tool about a run tells
+// the caller what other sessions did to it since the caller last asked:
+// agents do not read resource notifications, so news rides on results.
+
+type runIDParams struct {
+	RunID string `json:"run_id,omitempty" jsonschema:"the run id from flutter_run or runs_list; default: the live run of this workspace"`
+	Force bool   `json:"force,omitempty" jsonschema:"act even though another session claimed the run (recorded)"`
+}
+
+// actor is the session as runs record it.
+func actor(sess *client) store.Actor {
+	return store.Actor{Session: sess.ID(), Client: sess.Info().ClientName}
+}
+
+// runFor returns the run id names, or with no id the newest live flutter
+// run of the session's workspace.
+func (t tools) runFor(sess *client, id string) (*runs.Run, error) {
+	if id != "" {
+		return t.s.runs.Get(id)
+	}
+	var newest *runs.Run
+	for _, l := range t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun) {
+		if r, err := t.s.runs.Get(l); err == nil && (newest == nil || !r.Record().StartedAt.Before(newest.Record().StartedAt)) {
+			newest = r
+		}
+	}
+	if newest == nil {
+		return nil, errors.New("no live run in this workspace: start one with flutter_run, or pass run_id (see runs_list)")
+	}
+	return newest, nil
+}
+
+// maxNews bounds the lines of news in one result.
+const maxNews = 5
+
+// news returns what sessions other than sess did to r since sess last
+// heard of r, one line each, newest last, and moves sess's cursor.
+func (s *Server) news(sess *client, r *runs.Run) []string {
+	s.mu.Lock()
+	seen := s.seen[sess.ID()]
+	if seen == nil {
+		seen = make(map[string]uint64)
+		s.seen[sess.ID()] = seen
+	}
+	since := seen[r.ID()]
+	acts, last := r.ActionsSince(since)
+	seen[r.ID()] = last
+	s.mu.Unlock()
+	var lines []string
+	now := time.Now()
+	for _, a := range acts {
+		if a.By.Session != sess.ID() {
+			lines = append(lines, a.Line(now))
+		}
+	}
+	if n := len(lines) - maxNews; n > 0 {
+		lines = append([]string{fmt.Sprintf("… %d earlier actions by others (see runs_list)", n)}, lines[n:]...)
+	}
+	return lines
+}
+
+// SessionEnded forgets what a session was told and ends its claims.
+func (s *Server) SessionEnded(id string) {
+	s.mu.Lock()
+	delete(s.seen, id)
+	s.mu.Unlock()
+	s.runs.ReleaseClaims(id)
+}
+
+// withNews puts the news before a result's text.
+func withNews(news []string, text string) string {
+	if len(news) == 0 {
+		return text
+	}
+	return "Meanwhile: " + strings.Join(news, "; ") + "\n" + text
+}
+
+type restartResult struct {
+	RunID      string     `json:"run_id"`
+	Applied    bool       `json:"applied"`
+	Code       int        `json:"code" jsonschema:"flutter's: 0 when applied"`
+	Message    string     `json:"message"`
+	Rejected   bool       `json:"rejected,omitempty" jsonschema:"the VM rejected the reload: a hot restart is needed"`
+	Compile    []string   `json:"compile_output,omitempty" jsonschema:"what flutter printed on stderr meanwhile: compile errors"`
+	NewErrors  []errorOut `json:"new_errors" jsonschema:"the app's errors after it, until its first frame (or 1 s), newest first"`
+	Settled    string     `json:"settled,omitempty" jsonschema:"first frame, or timeout when none came within 1 s"`
+	TookMS     int64      `json:"took_ms"`
+	SharedWith []string   `json:"shared_with,omitempty" jsonschema:"clients whose requests the same reload covered"`
+	NextSince  uint64     `json:"next_since" jsonschema:"pass to flutter_errors as since for errors after this"`
+	Others     []string   `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
+}
+
+func (t tools) hotReload(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
+	return t.restart(ctx, req, p, false)
+}
+
+func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
+	return t.restart(ctx, req, p, true)
+}
+
+func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams, full bool) (*mcp.CallToolResult, restartResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, restartResult{}, err
+	}
+	r, err := t.runFor(sess, p.RunID)
+	if err != nil {
+		return nil, restartResult{}, err
+	}
+	id := r.ID()
+	news := t.s.news(sess, r) // before the reload: it is not news to its caller
+	o, err := r.Restart(ctx, full, runs.Act{By: actor(sess), Force: p.Force})
+	rec := r.Record()
+	var claimed *runs.ClaimedError
+	switch {
+	case errors.As(err, &claimed):
+		return nil, restartResult{}, errors.New(withNews(news, err.Error()))
+	case errors.Is(err, runs.ErrRunEnded):
+		return nil, restartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
+	case errors.Is(err, runs.ErrNotStarted):
+		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, runs.LogURI(rec.Kind, id))
+	case err != nil:
+		return nil, restartResult{}, err
+	}
+	out := restartResult{RunID: id, Applied: o.Applied(), Code: o.Code, Message: o.Message, Rejected: o.Rejected, Compile: o.Stderr,
+		NewErrors: []errorOut{}, Settled: o.Settled, TookMS: o.Took.Milliseconds(), Others: news}
+	for _, e := range o.Errors {
+		out.NewErrors = append(out.NewErrors, toErrorOut(e))
+	}
+	for _, a := range o.Shared {
+		out.SharedWith = append(out.SharedWith, a.Name())
+	}
+	if l := r.Errors(); l != nil {
+		out.NextSince = l.Rev()
+	}
+	text, isErr := outcomeText(o)
+	return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: withNews(news, text)}}}, out, nil
+}
+
+// outcomeText says what a reload did, and whether that is an error for
+// the agent.
+func outcomeText(o runs.Outcome) (string, bool) {
+	w := "hot reload"
+	if o.Full {
+		w = "hot restart"
+	}
+	var b strings.Builder
+	switch {
+	case o.Rejected:
+		fmt.Fprintf(&b, "%s rejected: %s\nThe change cannot be hot-reloaded: call flutter_hot_restart (the app's state is lost).\n", w, o.Message)
+	case !o.Applied():
+		fmt.Fprintf(&b, "%s failed (code %d): %s\n", w, o.Code, o.Message)
+	default:
+		fmt.Fprintf(&b, "%s applied", w)
+		if o.Message != "" {
+			fmt.Fprintf(&b, " (%s)", o.Message)
+		}
+		fmt.Fprintf(&b, " in %d ms", o.Took.Milliseconds())
+		if len(o.Shared) > 0 {
+			names := make([]string, len(o.Shared))
+			for i, a := range o.Shared {
+				names[i] = a.Name()
+			}
+			fmt.Fprintf(&b, ", one %s with %s", w, strings.Join(names, ", "))
+		}
+		b.WriteString(".\n")
+	}
+	if len(o.Stderr) > 0 {
+		b.WriteString("flutter printed:\n" + strings.Join(o.Stderr, "\n") + "\n")
+	}
+	if o.Applied() {
+		after := "after its first frame"
+		if o.Settled != "first frame" {
+			after = "within 1 s (no frame came)"
+		}
+		if len(o.Errors) == 0 {
+			b.WriteString("No new errors " + after + ".")
+		} else {
+			fmt.Fprintf(&b, "%d new errors %s:\n%s", len(o.Errors), after, o.ErrorsText)
+			if o.ErrorsMore {
+				b.WriteString("(more: flutter_errors)")
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n"), !o.Applied()
+}
+
+type stopResult struct {
+	RunID    string   `json:"run_id"`
+	State    string   `json:"state"`
+	ExitCode *int     `json:"exit_code,omitempty"`
+	Others   []string `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
+}
+
+func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, stopResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, stopResult{}, err
+	}
+	if p.RunID == "" {
+		return nil, stopResult{}, errors.New("run_id is required: see runs_list")
+	}
+	r, err := t.s.runs.Get(p.RunID)
+	if err != nil {
+		return nil, stopResult{}, err
+	}
+	news := t.s.news(sess, r)
+	if err := r.StopAs(ctx, runs.Act{By: actor(sess), Force: p.Force}); err != nil {
+		return nil, stopResult{}, errors.New(withNews(news, err.Error()))
+	}
+	rec := r.Record()
+	return nil, stopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode, Others: news}, nil
+}
+
+type claimParams struct {
+	RunID   string `json:"run_id,omitempty" jsonschema:"default: the live run of this workspace"`
+	Note    string `json:"note,omitempty" jsonschema:"what you are doing, shown to the others (200 characters)"`
+	Minutes int    `json:"minutes,omitempty" jsonschema:"how long, default 15, at most 120; claim again to renew"`
+	Release bool   `json:"release,omitempty" jsonschema:"end your claim instead"`
+	Force   bool   `json:"force,omitempty" jsonschema:"take over or end another session's claim (recorded)"`
+}
+
+type claimResult struct {
+	RunID   string    `json:"run_id"`
+	Claimed bool      `json:"claimed"`
+	By      string    `json:"by,omitempty"`
+	Note    string    `json:"note,omitempty"`
+	Until   time.Time `json:"until,omitzero"`
+	Others  []string  `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
+}
+
+// claim holds a run for the calling session, or releases it.
+func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParams) (*mcp.CallToolResult, claimResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, claimResult{}, err
+	}
+	r, err := t.runFor(sess, p.RunID)
+	if err != nil {
+		return nil, claimResult{}, err
+	}
+	if p.Minutes < 0 || p.Minutes > int(runs.MaxClaim/time.Minute) {
+		return nil, claimResult{}, fmt.Errorf("minutes is %d: give 1 to %d", p.Minutes, int(runs.MaxClaim/time.Minute))
+	}
+	news := t.s.news(sess, r)
+	act := runs.Act{By: actor(sess), Force: p.Force}
+	res := claimResult{RunID: r.ID(), Others: news}
+	if p.Release {
+		if err := r.Release(act); err != nil {
+			return nil, claimResult{}, errors.New(withNews(news, err.Error()))
+		}
+		return nil, res, nil
+	}
+	c, err := r.Claim(act, p.Note, time.Duration(p.Minutes)*time.Minute)
+	if err != nil {
+		return nil, claimResult{}, errors.New(withNews(news, err.Error()))
+	}
+	res.Claimed, res.By, res.Note, res.Until = true, c.By.Name(), c.Note, c.Until
+	return nil, res, nil
+}
