@@ -225,6 +225,16 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	defer cancel()
 	select {
 	case <-r.Started():
+		// and flyd follows its VM service (debug mode), so that its
+		// errors are seen from the start: briefly, it is not the app
+		if r.Record().VMServiceURI != "" {
+			follow, stop := context.WithTimeout(wait, 2*time.Second)
+			select {
+			case <-r.VMReady():
+			case <-follow.Done():
+			}
+			stop()
+		}
 	case <-wait.Done():
 	}
 	rec := r.Record()

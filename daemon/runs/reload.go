@@ -190,6 +190,17 @@ func (r *Run) runBatch(ctx context.Context, b *reloadBatch, kind int) {
 func (r *Run) reload(ctx context.Context, full bool) (Outcome, error) {
 	start := time.Now()
 	out := Outcome{Full: full}
+	if r.errors != nil && r.record().VMServiceURI != "" {
+		// Right after the start, the VM-service connection may not be
+		// up yet: without it the reload's frame and errors come late.
+		t := time.NewTimer(vmReadyWait)
+		select {
+		case <-r.vm.ready:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	var since uint64
 	if r.errors != nil {
 		since = r.errors.Rev()

@@ -312,9 +312,10 @@ func (e *Engine) load(rec store.Record) (*Run, error) {
 	}
 	ring.Close()
 	r := &Run{id: rec.ID, kind: rec.Kind, root: rec.Root, ring: ring, eng: e, rec: rec, markSlot: -1,
-		started: make(chan struct{}), done: make(chan struct{})}
+		started: make(chan struct{}), done: make(chan struct{}), vm: vmFollower{ready: make(chan struct{}), done: true}}
 	close(r.started)
 	close(r.done)
+	r.vm.markReady()
 	return r, nil // not kept: the store is where finished runs live
 }
 
@@ -490,6 +491,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		pending:  make(map[int]chan machineMsg),
 		started:  make(chan struct{}),
 		done:     make(chan struct{}),
+		vm:       vmFollower{ready: make(chan struct{})},
 		markSlot: -1,
 		rec: store.Record{
 			ID: id, Kind: spec.Kind, Argv: append([]string{name}, spec.Args...), Root: spec.Root,

@@ -30,7 +30,23 @@ type vmFollower struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	done   bool
+
+	readyOnce sync.Once
+	ready     chan struct{} // closed once the first connection has listened and taken the history
 }
+
+// markReady closes ready, once.
+func (f *vmFollower) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
+
+// VMReady is closed once flyd follows the app's VM service (it listens
+// and has taken what came before), and when the run ends. A run without
+// one (release mode, not a flutter run) never closes it before its end.
+func (r *Run) VMReady() <-chan struct{} { return r.vm.ready }
+
+// vmReadyWait bounds how long a reload waits for the VM-service
+// connection of a run that has just started, so that its frames and
+// errors are seen live.
+const vmReadyWait = 2 * time.Second
 
 // Errors returns the run's error list, nil for anything but a flutter
 // run started by this flyd.
@@ -96,6 +112,7 @@ func (f *vmFollower) stop() {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.markReady() // nothing more to wait for
 }
 
 // vmState is what a run's VM-service connection has learnt: the app's UI
@@ -209,6 +226,7 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 			r.vmEvent(e, project, seen, fromHistory, false)
 		}
 	}
+	r.vm.markReady()
 	for e := range c.Events() {
 		r.vmEvent(e, project, seen, fromStream, true)
 	}

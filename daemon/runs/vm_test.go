@@ -2,14 +2,20 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/logring"
@@ -186,5 +192,103 @@ func TestWebErrorsFromText(t *testing.T) {
 	p := r.Errors().Read(0, false, 4<<10)
 	if len(p.Entries) != 1 || p.Entries[0].Count != 3 || p.Entries[0].Location != "lib/main.dart:30:12" || p.Entries[0].Library != "rendering library" {
 		t.Errorf("web errors = %q", p.Text)
+	}
+}
+
+// hostileVM is a VM service that answers the calls a run makes, then on
+// its first connection sends garbage, a flood of 100k errors and a 50 MB
+// message; later connections are refused.
+func hostileVM(t *testing.T) (uri string, conns *atomic.Int32) {
+	conns = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conns.Add(1) > 1 {
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+			return
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		ctx := r.Context()
+		answer := func(id json.RawMessage, result string) error {
+			return c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+result+`}`))
+		}
+		for listens := 0; listens < len(vmStreams); { // getVM, then a streamListen per stream
+			_, data, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			json.Unmarshal(data, &req)
+			if req.Method == "streamListen" {
+				listens++
+			}
+			if answer(req.ID, `{"type":"Success","isolates":[{"id":"isolates/1","name":"main"}]}`) != nil {
+				return
+			}
+		}
+		for _, junk := range []string{"not json", `{"jsonrpc":"2.0","method":"streamNotify","params":7}`, `[1,2,3]`, "\xff\xfe"} {
+			c.Write(ctx, websocket.MessageText, []byte(junk))
+		}
+		c.Write(ctx, websocket.MessageBinary, []byte{0, 1, 2})
+		flood := []byte(`{"jsonrpc":"2.0","method":"streamNotify","params":{"streamId":"Extension","event":{"kind":"Extension","extensionKind":"Flutter.Error","timestamp":1,` +
+			`"extensionData":{"description":"Exception caught by widgets library","properties":[{"type":"ErrorSummary","description":"flood"}]}}}}`)
+		for range 100_000 {
+			if c.Write(ctx, websocket.MessageText, flood) != nil {
+				return
+			}
+		}
+		big := make([]byte, 50<<20)
+		for i := range big {
+			big[i] = 'x'
+		}
+		c.Write(ctx, websocket.MessageText, big)
+		c.Read(ctx) // until flyd hangs up
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/AbCdEf12345=/ws", conns
+}
+
+// TestHostileVMService: a VM service that is not on loopback is refused;
+// one that sends garbage, 100k events in a burst and a 50 MB message is
+// cut down to its bounds and dropped, and then gone; the run it belongs
+// to goes on printing, and its goroutines and memory go back to where
+// they were when it ends (the package's goleak check).
+func TestHostileVMService(t *testing.T) {
+	t.Parallel() // it waits on a flood: overlap the others
+	e := newEngine(t)
+	r := startApp(t, e, fakeflutter.EnvTickMS, "20")
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	r.followVM("ws://10.1.2.3:8181/AbCdEf12345=/ws")
+	flytest.WaitLine(t, r.Ring(), "not following the app's VM service")
+
+	uri, conns := hostileVM(t)
+	r.followVM(uri)
+	flytest.Eventually(t, "the follower to try again after the 50 MB message", func() bool { return conns.Load() >= 2 })
+	if st := r.Errors().Stats(); st.Total > 5000 || st.Entries > 2 {
+		t.Errorf("after a flood of 100k errors the list holds %+v, want it cut to the rate", st)
+	}
+	seq := r.Ring().Last()
+	flytest.Eventually(t, "the app to go on printing", func() bool { return r.Ring().Last() > seq+3 })
+	if !r.Live() {
+		t.Fatal("the run ended")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 16<<20 {
+		t.Errorf("the heap grew by %d MB and stayed", grew>>20)
 	}
 }
