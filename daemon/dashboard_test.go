@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -57,7 +58,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)
-	e.WithFakeFlutter(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvErrorsAtStart+"=overflow,overflow")
 	addr := freePort(t)
 	fl := flytest.StartFlyd(t, e, "--listen", addr)
 	root := t.TempDir()
@@ -138,6 +139,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if s := steps["login"]; s == nil || s["url_has_token"] != false || s["title"] != "fly" || s["cookies"] != float64(0) {
 		t.Fatalf("login step = %v: the address must lose the token, and no cookie may be set", s)
 	}
+	if s := steps["errors-panel"]; s == nil || s["text"] != "2× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12" || s["count"] != "1" {
+		t.Fatalf("the errors panel = %v, want the overflow counted twice and one error in the run's row", s)
+	}
 	if s := steps["no-cookie"]; s == nil || s["status"] != float64(401) {
 		t.Fatalf("a credentialed request without the Authorization header = %v, want 401", s)
 	}
@@ -156,7 +160,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if key := strings.TrimSpace(string(tok)); strings.Contains(saw, key) || strings.Contains(strings.ToLower(saw), "cookie:") {
 		t.Fatalf("the other port received a credential:\n%s", saw)
 	}
-	for _, want := range []string{"run-listed", "log-live", "stopped", "reconnected"} {
+	for _, want := range []string{"run-listed", "log-live", "errors-panel", "stopped", "reconnected"} {
 		if steps[want] == nil {
 			t.Fatalf("the browser never reached %s (steps %v)\n%s", want, steps, stderr.String())
 		}

@@ -58,6 +58,7 @@ Commands:
   runs      list flutter runs and builds
   stop      stop a run or build
   logs      read or follow a run's log (logs tail)
+  errors    print or follow a run's framework errors, deduplicated
   grep      search the project's files from flyd's warm index
   upstream  share your other MCP servers (dart mcp-server) through flyd
   dashboard print (or --open) the address of flyd's live dashboard
@@ -94,6 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runStop(ctx, args[1:], getenv, stdout, stderr)
 	case "logs":
 		return runLogs(ctx, args[1:], getenv, stdout, stderr)
+	case "errors":
+		return runErrors(ctx, args[1:], getenv, stdout, stderr)
 	case "grep":
 		return runGrep(ctx, args[1:], getenv, stdout, stderr)
 	case "upstream", "upstreams":

@@ -215,15 +215,54 @@ func runRuns(ctx context.Context, args []string, getenv func(string) string, std
 // times.
 func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "ID\tKIND\tSTATE\tEXIT\tSTARTED\tROOT\tARGV\n")
+	fmt.Fprintf(tw, "ID\tKIND\tSTATE\tEXIT\tERRORS\tSTARTED\tBY\tROOT\tARGV\n")
+	var claims []string
 	for _, r := range runs {
 		exit := "-"
 		if r.ExitCode != nil {
 			exit = strconv.Itoa(*r.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, exit, startedAt(r.StartedAt, now, tty), r.Root, shellJoin(r.Argv))
+		by := "-"
+		if r.StartedBy != nil {
+			by = r.StartedBy.Client
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, exit, errorCount(r.Errors),
+			startedAt(r.StartedAt, now, tty), by, r.Root, shellJoin(r.Argv))
+		if r.Claim != nil {
+			claims = append(claims, fmt.Sprintf("%s is claimed by %s until %s%s", r.RunID, r.Claim.By.Client, r.Claim.Until.Local().Format("15:04:05"), quotedNote(r.Claim.Note)))
+		}
+		if a := r.LastAction; a != nil && r.Live() && a.What != "start" { // BY says who started it
+			claims = append(claims, fmt.Sprintf("%s: last %s by %s %s: %s", r.RunID, a.What, a.By.Client, relative(now.Sub(a.At)), a.Outcome))
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range claims {
+		if _, err := fmt.Fprintln(w, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errorCount is a run's errors for a table: those since the last reload,
+// and in all when they differ ("2 (7)"); "-" for what keeps none.
+func errorCount(e *wire.Errors) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.Total == e.Current:
+		return strconv.Itoa(e.Current)
+	}
+	return fmt.Sprintf("%d (%d)", e.Current, e.Total)
+}
+
+func quotedNote(note string) string {
+	if note == "" {
+		return ""
+	}
+	return fmt.Sprintf(": %q", note)
 }
 
 // startedAt is t relative to now ("5m ago") on a terminal, else RFC 3339.

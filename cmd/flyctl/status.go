@@ -205,14 +205,18 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, client, pid, s.FilesRead, s.ToolsCalled, s.Workspace)
 	}
-	fmt.Fprintf(tw, "\nLIVE RUN\tKIND\tSTATE\tPID\tSTARTED\tROOT\n")
+	fmt.Fprintf(tw, "\nLIVE RUN\tKIND\tSTATE\tPID\tERRORS\tCLAIMED BY\tSTARTED\tROOT\n")
 	now, tty := time.Now(), isTerminal(stdout)
 	for _, r := range st.Runs {
 		pid := "-"
 		if r.PID > 0 {
 			pid = strconv.Itoa(r.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, pid, startedAt(r.StartedAt, now, tty), r.Root)
+		claim := "-"
+		if r.Claim != nil {
+			claim = r.Claim.By.Client + " until " + r.Claim.Until.Local().Format("15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, pid, errorCount(r.Errors), claim, startedAt(r.StartedAt, now, tty), r.Root)
 	}
 	if len(st.Upstreams) > 0 {
 		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")

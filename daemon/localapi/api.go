@@ -83,6 +83,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.RouteRunReload, a.route(a.reload))
 	mux.HandleFunc("GET "+wire.RouteEvents, a.route(a.events))
 	mux.HandleFunc("GET "+wire.RouteRunLogs, a.route(a.logs))
+	mux.HandleFunc("GET "+wire.RouteRunErrors, a.route(a.errors))
 	addDashboard(mux)
 }
 

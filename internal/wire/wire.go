@@ -30,6 +30,11 @@ const (
 	RouteRunLogs = "/v1/runs/{id}/logs" // GET: NDJSON log lines; ?after=SEQ&tail=N&follow=1
 	// RouteRunReload (POST) hot-reloads a run; ?full=1 hot-restarts it.
 	RouteRunReload = "/v1/runs/{id}/reload"
+	// RouteRunErrors (GET) is a flutter run's errors as an ErrorsPage;
+	// ?since=REV for what changed after a page's next_since, ?all=1 for
+	// those before the last reload too, ?follow=1 for NDJSON pages as
+	// errors come until the run ends.
+	RouteRunErrors = "/v1/runs/{id}/errors"
 	// RouteEvents (GET) is NDJSON: the Status document now and after
 	// every change, for live views.
 	RouteEvents = "/v1/events"
@@ -157,6 +162,34 @@ type Run struct {
 	LastAction   *Action   `json:"last_action,omitempty"` // the newest thing a client did to it
 	Claim        *Claim    `json:"claim,omitempty"`       // a session's hold on it, while it lasts
 	Errors       *Errors   `json:"errors,omitempty"`      // the app's framework errors (a flutter run's)
+}
+
+// AppError is one distinct framework error of a run, seen Count times.
+type AppError struct {
+	ID         uint64    `json:"id"`
+	Count      int       `json:"count"`
+	Summary    string    `json:"summary"`
+	Library    string    `json:"library,omitempty"`
+	Widget     string    `json:"widget,omitempty"`
+	Location   string    `json:"location,omitempty"` // lib/x.dart:LINE:COL, where the error-causing widget was created
+	Frame      string    `json:"frame,omitempty"`    // the first stack frame in the project
+	Generation int       `json:"generation"`         // reloads and restarts before it
+	FirstSeen  time.Time `json:"first_seen"`
+	LastSeen   time.Time `json:"last_seen"`
+	Line       string    `json:"line"` // the error in one line, as agents get it
+}
+
+// ErrorsPage is GET RouteRunErrors: the errors that changed after a
+// revision, the most recently seen first.
+type ErrorsPage struct {
+	Type       string     `json:"type"` // "errors"; a follow ends with one "end" line
+	RunID      string     `json:"run_id"`
+	State      string     `json:"state"`
+	Generation int        `json:"generation"`
+	Errors     []AppError `json:"errors"`
+	NextSince  uint64     `json:"next_since"`
+	Total      int        `json:"total"`
+	Dropped    int        `json:"dropped,omitempty"`
 }
 
 // ReloadResult is the answer to POST RouteRunReload: what the hot reload

@@ -68,6 +68,12 @@ try {
   const t0 = Date.now();
   await page.waitForFunction((n) => document.querySelectorAll("#log-lines .line").length > n, before);
   out({ step: "log-live", ms: Date.now() - t0, lines: await logLines.count() });
+  // The errors panel beside the log shows the app's framework errors,
+  // deduplicated, and the run's row counts them.
+  const firstError = page.locator("#errors-list li").first();
+  await firstError.waitFor();
+  await page.waitForFunction(() => /^2× /.test((document.querySelector("#errors-list li") || {}).textContent || ""));
+  out({ step: "errors-panel", text: await firstError.textContent(), count: await row.locator(".errors-count").textContent() });
   if (process.env.FLY_SHOT) await page.screenshot({ path: process.env.FLY_SHOT, fullPage: true });
 
   // Nothing the browser sends by itself opens the API: a request without

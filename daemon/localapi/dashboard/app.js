@@ -157,7 +157,11 @@ function renderRuns() {
       el("td", {}, el("a", { class: "run mono", onclick: () => select(r.run_id) }, r.run_id)),
       el("td", {}, r.kind), el("td", { class: "state state-" + r.state }, r.state), el("td", { class: "mono" }, r.app_id || ""),
       el("td", {}, device(r)), el("td", {}, duration(r)), el("td", {}, r.exit_code ?? ""),
-      el("td", { class: "muted" }, r.kind !== "run" && live ? (progress.get(r.run_id) || "") : (r.error || "")), actions);
+      el("td", { class: r.errors && r.errors.current ? "errors-count" : "muted" }, r.errors ? String(r.errors.current) : ""),
+      el("td", { class: "muted" }, r.kind !== "run" && live ? (progress.get(r.run_id) || "") : (r.error || ""),
+        r.claim ? el("div", { class: "claim" }, `claimed by ${r.claim.by.client} until ${new Date(r.claim.until).toLocaleTimeString()}` + (r.claim.note ? `: ${r.claim.note}` : "")) : "",
+        r.last_action && r.last_action.what !== "start" ? el("div", {}, `last: ${r.last_action.what} by ${r.last_action.by.client}: ${r.last_action.outcome || ""}`) : ""),
+      actions);
     return tr;
   }));
 }
@@ -193,7 +197,50 @@ function flushLines() {
   if (atBottom) pre.scrollTop = pre.scrollHeight;
 }
 
+// The errors panel follows the selected run's GET /v1/runs/{id}/errors?follow=1:
+// each page holds the errors that changed, which replace what it showed.
+let errorsAbort = null;
+function followErrors(id) {
+  if (errorsAbort) errorsAbort.abort();
+  const r = runs.get(id);
+  $("#errors-panel").hidden = !(r && r.kind === "run");
+  $("#errors-list").replaceChildren();
+  if ($("#errors-panel").hidden) return;
+  const ctl = new AbortController();
+  errorsAbort = ctl;
+  const shown = new Map();
+  const render = (gen) => {
+    const list = [...shown.values()].sort((a, b) => b.last_seen.localeCompare(a.last_seen));
+    $("#errors-list").replaceChildren(...list.map((e) => el("li", { "data-error": e.id, class: e.generation < gen ? "old" : "", title: e.library || "" }, e.line)));
+  };
+  (async () => {
+    while (!ctl.signal.aborted) {
+      try {
+        const resp = await api(`/v1/runs/${encodeURIComponent(id)}/errors?all=1&follow=1`, { signal: ctl.signal });
+        if (!resp.ok) { $("#errors-state").textContent = await resp.text(); return; }
+        shown.clear();
+        for await (const pg of lines(resp)) {
+          if (pg.type === "end") { $("#errors-state").textContent = "(run ended)"; return; }
+          for (const e of pg.errors || []) shown.set(e.id, e);
+          $("#errors-state").textContent = `${pg.total} reported` + (pg.dropped ? `, ${pg.dropped} dropped` : "");
+          render(pg.generation);
+          const r = runs.get(id); // the status is sent on state changes, not on every error
+          if (r) {
+            const current = [...shown.values()].filter((e) => e.generation === pg.generation).length;
+            r.errors = { ...(r.errors || {}), total: pg.total, current };
+            renderRuns();
+          }
+        }
+      } catch (err) {
+        if (ctl.signal.aborted) return;
+      }
+      await sleep(500);
+    }
+  })();
+}
+
 function select(id) {
+  followErrors(id);
   selected = id; lastSeq = 0; held = []; pending = [];
   $("#log").hidden = false;
   $("#log-run").textContent = id;
