@@ -134,18 +134,23 @@ func (s *Server) readErrors(ctx context.Context, req *mcp.ReadResourceRequest) (
 func (s *Server) followErrors(r *runs.Run) {
 	uri := runs.ErrorsURI(r.ID())
 	list := r.Errors()
+	told := list.Rev()
 	for {
-		select {
-		case <-list.Changed():
-		case <-r.Done():
-			return
+		changed := list.Changed() // before the check: nothing is missed between
+		if list.Rev() == told {
+			select {
+			case <-changed:
+			case <-r.Done():
+				return
+			}
 		}
+		told = list.Rev()
 		for _, sess := range s.sessions.All() {
 			if sess.Subscribed(uri) {
 				sess.Notify("notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uri})
 			}
 		}
-		select {
+		select { // what comes meanwhile is told at the end of the wait
 		case <-time.After(errorsUpdateEvery):
 		case <-r.Done():
 			return

@@ -254,9 +254,15 @@ func (c *Conn) Close() error {
 type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	Params *notifyParams   `json:"params"` // streamNotify's, decoded in the same pass
 	Result json.RawMessage `json:"result"`
 	Error  *Error          `json:"error"`
+}
+
+// notifyParams are the params of a streamNotify.
+type notifyParams struct {
+	StreamID string     `json:"streamId"`
+	Event    *wireEvent `json:"event"`
 }
 
 // readLoop reads until the connection ends: answers go to their calls,
@@ -276,12 +282,12 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		var m message
-		if json.Unmarshal(data, &m) != nil {
+		if json.Unmarshal(data, &m) != nil { // one pass: the event's data stays raw
 			continue
 		}
 		switch {
-		case m.Method == "streamNotify":
-			c.notify(m.Params)
+		case m.Method == "streamNotify" && m.Params != nil:
+			c.notify(*m.Params)
 		case len(m.ID) > 0 && m.Method == "":
 			c.answer(m)
 		}
@@ -317,12 +323,8 @@ func (c *Conn) answer(m message) {
 }
 
 // notify keeps a stream event, within the rate and the buffer.
-func (c *Conn) notify(params json.RawMessage) {
-	var p struct {
-		StreamID string          `json:"streamId"`
-		Event    json.RawMessage `json:"event"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.StreamID == "" {
+func (c *Conn) notify(p notifyParams) {
+	if p.StreamID == "" || p.Event == nil {
 		return
 	}
 	now := time.Now()
@@ -333,10 +335,7 @@ func (c *Conn) notify(params json.RawMessage) {
 		c.dropped.Add(1)
 		return
 	}
-	e, err := decodeEvent(p.StreamID, p.Event)
-	if err != nil {
-		return
-	}
+	e := p.Event.event(p.StreamID)
 	c.inWindow++
 	select {
 	case c.events <- e:

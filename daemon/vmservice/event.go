@@ -49,6 +49,11 @@ func decodeEvent(stream string, raw json.RawMessage) (Event, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Event{}, err
 	}
+	return w.event(stream), nil
+}
+
+// event is the Event of w on stream, its fields bounded.
+func (w *wireEvent) event(stream string) Event {
 	e := Event{
 		StreamID: bound(stream), Kind: bound(w.Kind), Timestamp: w.Timestamp,
 		ExtensionKind: bound(w.ExtensionKind), ExtensionData: w.ExtensionData,
@@ -62,7 +67,7 @@ func decodeEvent(stream string, raw json.RawMessage) (Event, error) {
 			e.Text = strings.ToValidUTF8(string(b), "\uFFFD")
 		}
 	}
-	return e, nil
+	return e
 }
 
 // bound cuts s to maxField bytes on a rune boundary, invalid UTF-8

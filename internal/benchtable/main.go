@@ -51,6 +51,14 @@ var goals = map[string]string{
 	"BenchmarkFirstAnswer ms-server-filesystem":  "",
 	"BenchmarkShimHop µs-p50-shim":               "",
 	"BenchmarkShimHop µs-p50-stdio":              "",
+	"BenchmarkErrorLatency ratio-p99":            "≤ 1.5",
+	"BenchmarkErrorLatency err-p50-µs":           "",
+	"BenchmarkErrorLatency err-p99-µs":           "",
+	"BenchmarkErrorLatency log-p50-µs":           "",
+	"BenchmarkErrorLatency log-p99-µs":           "",
+	"BenchmarkErrorTokens/identical200 ratio":    "≤ 0.05",
+	"BenchmarkErrorTokens/identical200 bytes":    "< 1024",
+	"BenchmarkErrorTokens/distinct20 ratio":      "< 1",
 }
 
 // suffix is the -GOMAXPROCS suffix go test adds to a benchmark's name.

@@ -88,7 +88,8 @@ const (
 	EnvLines = "FAKE_FLUTTER_LINES"
 
 	// EnvStamp appends " at=<unix nanoseconds>" to each app.log line, the
-	// time it was printed, so a benchmark can measure delivery latency.
+	// time it was printed, and to the summary of each Flutter.Error, the
+	// time it was posted, so a benchmark can measure delivery latency.
 	EnvStamp = "FAKE_FLUTTER_STAMP"
 
 	// EnvIgnoreSIGTERM makes `run` and `build` ignore SIGTERM, so only

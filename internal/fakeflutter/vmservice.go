@@ -1,6 +1,7 @@
 package fakeflutter
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -41,6 +42,7 @@ type vmService struct {
 	sinceLoad int                          // errorsSinceReload
 	ids       int                          // the last inspector-N valueId
 	frames    int                          // frames drawn
+	stamp     bool                         // EnvStamp: summaries end with " at=<unix ns>"
 }
 
 // vmClient is one connection and the streams it listens to.
@@ -292,6 +294,9 @@ func (v *vmService) post(stream string, fields map[string]any) {
 		iso = 0
 	}
 	e := v.eventLocked(fields, iso)
+	if bytes.Contains(e, []byte(stampHere)) { // the time it is sent, not when it was built
+		e = bytes.ReplaceAll(e, []byte(stampHere), strconv.AppendInt(nil, time.Now().UnixNano(), 10))
+	}
 	if historyStreams[stream] {
 		h := append(v.history[stream], e)
 		if len(h) > historyMax {
@@ -311,6 +316,9 @@ func (v *vmService) post(stream string, fields map[string]any) {
 		c.write(msg)
 	}
 }
+
+// stampHere stands for the time an event is sent (EnvStamp).
+const stampHere = "STAMP_AT_SEND"
 
 // postFrame posts the Flutter.Frame event the framework posts after each
 // frame (and Flutter.FirstFrame before the first of an isolate).
@@ -382,7 +390,19 @@ func (v *vmService) postError(kind string) {
 	v.sinceLoad++
 	id := func() string { v.ids++; return "inspector-" + strconv.Itoa(v.ids) }
 	data := flutterError(kind, v.root, v.pkg, id)
+	stamp := v.stamp
 	v.mu.Unlock()
+	if stamp { // EnvStamp: the summary ends with when the app threw it
+		summary := data["summary"].(string)
+		stamped := summary + " at=" + stampHere // post writes the time over it
+		data["summary"] = stamped
+		data["renderedErrorText"] = strings.Replace(data["renderedErrorText"].(string), summary, stamped, 1)
+		for _, p := range data["properties"].([]any) {
+			if n := p.(map[string]any); n["type"] == "ErrorSummary" {
+				n["description"] = stamped
+			}
+		}
+	}
 	data["errorsSinceReload"] = since
 	if since > 0 {
 		data["renderedErrorText"] = "Another exception was thrown: " + data["summary"].(string)
