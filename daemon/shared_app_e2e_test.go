@@ -71,7 +71,7 @@ func TestHonestReloads(t *testing.T) {
 	res := callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": id}, &out)
 	text := toolText(res)
 	if res.IsError || !out.Applied || len(out.NewErrors) != 1 || out.NewErrors[0].Location != "lib/main.dart:30:12" ||
-		!strings.Contains(text, "1 new errors after its first frame:\nA RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12") {
+		!strings.Contains(text, "1 new error after its first frame:\nA RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12") {
 		t.Errorf("a reload that throws = %+v\n%s", out, text)
 	}
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": id}, nil)

@@ -192,7 +192,11 @@ func outcomeText(o runs.Outcome) (string, bool) {
 		if len(o.Errors) == 0 {
 			b.WriteString("No new errors " + after + ".")
 		} else {
-			fmt.Fprintf(&b, "%d new errors %s:\n%s", len(o.Errors), after, o.ErrorsText)
+			noun := "new errors"
+			if len(o.Errors) == 1 {
+				noun = "new error"
+			}
+			fmt.Fprintf(&b, "%d %s %s:\n%s", len(o.Errors), noun, after, o.ErrorsText)
 			if o.ErrorsMore {
 				b.WriteString("(more: flutter_errors)")
 			}
