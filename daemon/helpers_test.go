@@ -8,14 +8,12 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/fly-dev/fly/internal/flytest"
-	"github.com/fly-dev/fly/logring"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -186,13 +184,4 @@ func readText(t testing.TB, cs *mcp.ClientSession, uri string) (string, map[stri
 		t.Fatalf("read %s: %v", uri, err)
 	}
 	return res.Contents[0].Text, res.Meta
-}
-
-// tailText is the last n entries of ring, for failure messages.
-func tailText(ring *logring.Ring, n int) string {
-	var b strings.Builder
-	for _, e := range ring.Tail(n) {
-		b.WriteString(e.Text + "\n")
-	}
-	return b.String()
 }

@@ -234,7 +234,7 @@ func TestScanner(t *testing.T) {
 	for range maxBlockLines {
 		s.Text("more", false, "")
 	}
-	if s.block != nil && len(s.block) >= maxBlockLines {
+	if len(s.block) >= maxBlockLines {
 		t.Errorf("an unclosed block holds %d lines", len(s.block))
 	}
 }

@@ -128,7 +128,7 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 			Description: "One line per entry: seq, time, stream (stdout, stderr, event or fly), text. Query: ?since=SEQ, ?tail=N, ?start=&length=.",
 			Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
 		})
-		if rec.Kind == store.KindRun {
+		if rec.Kind == store.KindRun && rec.State.Live() { // a finished run keeps its counts, not its list
 			out = append(out, &mcp.Resource{
 				URI:         runs.ErrorsURI(rec.ID),
 				Name:        "errors-" + rec.ID,

@@ -55,6 +55,16 @@ func TestRunFollowsVMServiceErrors(t *testing.T) {
 	if st := r.Errors().Stats(); st.Current != 1 || st.Generation != 1 {
 		t.Errorf("after the reload: %+v", st)
 	}
+	// The connection follows the UI isolate across a hot restart, and
+	// knows flutter_tools' reload services.
+	before := r.Isolate()
+	if m := r.ServiceMethod("reloadSources"); before == "" || m != "s0.reloadSources" {
+		t.Errorf("isolate %q, reloadSources by %q; want an isolate and s0.reloadSources", before, m)
+	}
+	if o, err := r.Restart(context.Background(), true, Act{By: store.Actor{Session: "s1", Client: "test"}}); err != nil || len(o.Errors) != 1 {
+		t.Fatalf("hot restart = %+v, %v; want the build exception again", o, err)
+	}
+	flytest.Eventually(t, "the new isolate", func() bool { return r.Isolate() != "" && r.Isolate() != before })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := r.Stop(ctx); err != nil {
