@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -169,9 +170,21 @@ func TestTwoAgentsOneApp(t *testing.T) {
 		t.Errorf("A's reload under B's claim = %v:\n%s", res.IsError, text)
 	}
 	list = runsListOut{}
-	callTool(t, a, "runs_list", nil, &list)
+	listed := toolText(callTool(t, a, "runs_list", nil, &list))
 	if c := list.Runs[0].Claim; c == nil || c.By.Client != "cursor" || c.Note != "bisecting the crash" {
 		t.Errorf("runs_list's claim = %+v", c)
+	}
+	// Others see B under a handle, never its session id (over HTTP, the
+	// Mcp-Session-Id).
+	current, _ := readText(t, b, "fly://sessions/current")
+	var me struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(current), &me); err != nil || me.ID == "" {
+		t.Fatalf("fly://sessions/current = %q: %v", current, err)
+	}
+	if strings.Contains(listed, me.ID) {
+		t.Errorf("runs_list shows B's session id %s to A", me.ID)
 	}
 	if res := callTool(t, a, "flutter_hot_reload", map[string]any{"run_id": run.RunID, "force": true}, &out); res.IsError || !out.Applied {
 		t.Errorf("A's forced reload = %+v: %s", out, toolText(res))

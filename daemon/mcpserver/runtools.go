@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,9 +25,17 @@ type runIDParams struct {
 	Force bool   `json:"force,omitempty" jsonschema:"act even though another session claimed the run (recorded)"`
 }
 
-// actor is the session as runs record it.
+// actor is the session as runs record it, under its handle.
 func actor(sess *client) store.Actor {
-	return store.Actor{Session: sess.ID(), Client: sess.Info().ClientName}
+	return store.Actor{Session: handle(sess.ID()), Client: sess.Info().ClientName}
+}
+
+// handle names a session in what other clients see (runs_list, news,
+// the store) without giving its id away: over Streamable HTTP the id is
+// the Mcp-Session-Id, which other clients must not learn.
+func handle(id string) string {
+	sum := sha256.Sum256([]byte("fly session " + id))
+	return hex.EncodeToString(sum[:8])
 }
 
 // runFor returns the run id names, or with no id the newest live flutter
@@ -65,7 +75,7 @@ func (s *Server) news(sess *client, r *runs.Run) []string {
 	var lines []string
 	now := time.Now()
 	for _, a := range acts {
-		if a.By.Session != sess.ID() {
+		if a.By.Session != handle(sess.ID()) {
 			lines = append(lines, a.Line(now))
 		}
 	}
@@ -80,7 +90,7 @@ func (s *Server) SessionEnded(id string) {
 	s.mu.Lock()
 	delete(s.seen, id)
 	s.mu.Unlock()
-	s.runs.ReleaseClaims(id)
+	s.runs.ReleaseClaims(handle(id))
 }
 
 // withNews puts the news before a result's text.
