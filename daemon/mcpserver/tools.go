@@ -76,6 +76,13 @@ func (s *Server) addTools(srv *mcp.Server) {
 			"one line each, deduplicated with a count, located at the error-causing widget (lib/x.dart:LINE:COL), newest first, about 4 KB. " +
 			"By default those since the last reload; pass next_since as since to see only new ones.",
 		Annotations: readOnly}, t.flutterErrors)
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_widget_tree", Title: "Widget tree",
+		Description: "The widgets a running app's project created, indented by nesting, each with where it was created (lib/x.dart:LINE), about 8 KB. " +
+			"Use it to find which code builds what is on screen. Debug builds only.",
+		Annotations: readOnly}, t.widgetTree)
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_screenshot", Title: "Screenshot",
+		Description: "What a running app's screen shows, as a PNG image scaled down to 540 pixels wide and 256 KB (max_width, max_bytes for more).",
+		Annotations: readOnly}, t.screenshot)
 	addTool(s.own, srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
 		Description: "List the runs and builds of this workspace (or of every workspace with all: true), newest first, live or finished.",
 		Annotations: readOnly}, t.runsList)

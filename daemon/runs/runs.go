@@ -133,6 +133,7 @@ type Run struct {
 	started chan struct{} // closed at app.started, or when the process ends
 	done    chan struct{} // closed once the process has exited and its record is final
 
+	mode    string             // debug, profile or release, from app.start; under mu
 	errors  *apperrors.List    // the app's framework errors; nil for anything but a `flutter run`
 	scanner *apperrors.Scanner // finds errors in the app's text output; owned by the stdout reader
 	vm      vmFollower         // the app's VM-service connection, while it runs
@@ -853,6 +854,7 @@ func (r *Run) handleMachine(m machineMsg) {
 		if p, err := machineParams[machineAppStartParams](m); err == nil {
 			r.mu.Lock()
 			r.rec.AppID = p.AppID
+			r.mode = p.Mode
 			r.mu.Unlock()
 			changed = true
 		}

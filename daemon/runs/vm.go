@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
@@ -119,9 +120,114 @@ func (f *vmFollower) stop() {
 // isolate (a hot restart replaces it) and the services flutter_tools
 // registered (s0.reloadSources, …), for calls into the app.
 type vmState struct {
-	mu       sync.Mutex
-	isolate  string            // the UI isolate's id; "" while there is none
-	services map[string]string // service name → method to call it by
+	mu         sync.Mutex
+	conn       *vmservice.Conn   // the connection while it is up; nil otherwise
+	isolate    string            // the UI isolate's id; "" while there is none
+	services   map[string]string // service name → method to call it by
+	extensions map[string]bool   // the UI isolate's service extensions (ext.flutter.…)
+	added      chan struct{}     // closed and replaced when an extension or isolate is added
+}
+
+// Errors of calls into the app.
+var (
+	// ErrNoVMService: the run has no VM service (a release build, or not
+	// a flutter run), or flyd is not connected to it right now.
+	ErrNoVMService = errors.New("no VM service")
+	// ErrNoExtension: the app did not register the service extension in
+	// time (profile builds have no inspector).
+	ErrNoExtension = errors.New("the app has not registered this service extension")
+)
+
+// Mode is the build mode flutter reported in app.start: debug, profile
+// or release ("" until then).
+func (r *Run) Mode() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mode
+}
+
+// CallVM calls method on the app's VM service over the run's shared
+// connection, decoding the result into result. Service extensions
+// (ext.…) go to the UI isolate, and wait up to wait for the app to
+// register them (an app that has just started or restarted); they fail
+// with ErrNoExtension after it. Without a connection it fails with
+// ErrNoVMService.
+func (r *Run) CallVM(ctx context.Context, method string, params map[string]any, wait time.Duration, result any) error {
+	deadline := time.Now().Add(wait)
+	for {
+		v := &r.vmState
+		v.mu.Lock()
+		c, iso, has, added := v.conn, v.isolate, v.extensions[method], v.added
+		if added == nil {
+			v.added = make(chan struct{})
+			added = v.added
+		}
+		v.mu.Unlock()
+		ext := strings.HasPrefix(method, "ext.")
+		if c != nil && (!ext || (iso != "" && has)) {
+			if ext {
+				p := map[string]any{"isolateId": iso}
+				for k, val := range params {
+					p[k] = val
+				}
+				params = p
+			}
+			return c.Call(ctx, method, params, result)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if c == nil {
+				return ErrNoVMService
+			}
+			return ErrNoExtension
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-added:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-r.done:
+			t.Stop()
+			return fmt.Errorf("run %s: %w", r.id, ErrRunEnded)
+		}
+		t.Stop()
+	}
+}
+
+// changedLocked wakes the callers waiting for an extension; v.mu is held.
+func (v *vmState) changedLocked() {
+	if v.added != nil {
+		close(v.added)
+		v.added = nil
+	}
+}
+
+// setConn records the connection (nil when it ends).
+func (v *vmState) setConn(c *vmservice.Conn) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.conn = c
+	if c == nil {
+		v.isolate = ""
+		v.extensions = nil
+	}
+	v.changedLocked()
+}
+
+// setExtensions records the UI isolate's extensions, from getIsolate.
+func (v *vmState) setExtensions(iso string, exts []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if iso != v.isolate {
+		return
+	}
+	v.extensions = map[string]bool{}
+	for _, e := range exts[:min(len(exts), 512)] {
+		v.extensions[e] = true
+	}
+	v.changedLocked()
 }
 
 // Isolate is the id of the app's UI isolate, "" while none is known (a
@@ -142,7 +248,11 @@ func (r *Run) ServiceMethod(service string) string {
 
 func (v *vmState) setIsolate(id string) {
 	v.mu.Lock()
+	if id != v.isolate {
+		v.extensions = nil
+	}
 	v.isolate = id
+	v.changedLocked()
 	v.mu.Unlock()
 }
 
@@ -154,13 +264,25 @@ func (v *vmState) isolateEvent(e vmservice.Event) {
 	switch e.Kind {
 	case "IsolateStart", "IsolateRunnable":
 		if e.Isolate.Name == "main" || v.isolate == "" {
+			if e.Isolate.ID != v.isolate {
+				v.extensions = nil // a new isolate registers its extensions anew
+			}
 			v.isolate = e.Isolate.ID
 		}
 	case "IsolateExit":
 		if e.Isolate.ID == v.isolate {
 			v.isolate = ""
+			v.extensions = nil
+		}
+	case "ServiceExtensionAdded":
+		if e.Isolate.ID == v.isolate && e.Extension != "" && len(v.extensions) < 512 {
+			if v.extensions == nil {
+				v.extensions = map[string]bool{}
+			}
+			v.extensions[e.Extension] = true
 		}
 	}
+	v.changedLocked()
 }
 
 func (v *vmState) serviceEvent(e vmservice.Event) {
@@ -200,7 +322,7 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	defer r.vmState.setIsolate("")
+	defer r.vmState.setConn(nil)
 	var vm struct {
 		Isolates []vmservice.IsolateRef `json:"isolates"`
 	}
@@ -212,6 +334,7 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 			r.vmState.setIsolate(iso.ID)
 		}
 	}
+	r.loadExtensions(ctx, c)
 	for _, s := range vmStreams {
 		if err := c.StreamListen(ctx, s); err != nil {
 			return err
@@ -226,14 +349,32 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 			r.vmEvent(e, project, seen, fromHistory, false)
 		}
 	}
+	r.vmState.setConn(c)
 	r.vm.markReady()
 	for e := range c.Events() {
 		r.vmEvent(e, project, seen, fromStream, true)
+		if e.StreamID == "Isolate" && e.Kind == "IsolateRunnable" {
+			r.loadExtensions(ctx, c) // a round trip; events wait in the connection's buffer
+		}
 	}
 	if err := c.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
+}
+
+// loadExtensions reads the UI isolate's service extensions.
+func (r *Run) loadExtensions(ctx context.Context, c *vmservice.Conn) {
+	iso := r.Isolate()
+	if iso == "" {
+		return
+	}
+	var res struct {
+		ExtensionRPCs []string `json:"extensionRPCs"`
+	}
+	if c.Call(ctx, "getIsolate", map[string]any{"isolateId": iso}, &res) == nil {
+		r.vmState.setExtensions(iso, res.ExtensionRPCs)
+	}
 }
 
 // vmEvent applies one event of the app's VM service to the run; live is

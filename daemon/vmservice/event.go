@@ -21,6 +21,7 @@ type Event struct {
 	Service       string // ServiceRegistered and ServiceUnregistered: reloadSources, hotRestart, …
 	Method        string // the namespaced method to call it by: s0.reloadSources
 	Alias         string
+	Extension     string // ServiceExtensionAdded: the extension's method, ext.flutter.…
 }
 
 // IsolateRef names an isolate.
@@ -42,6 +43,7 @@ type wireEvent struct {
 	Service       string          `json:"service"`
 	Method        string          `json:"method"`
 	Alias         string          `json:"alias"`
+	ExtensionRPC  string          `json:"extensionRPC"`
 }
 
 func decodeEvent(stream string, raw json.RawMessage) (Event, error) {
@@ -57,7 +59,7 @@ func (w *wireEvent) event(stream string) Event {
 	e := Event{
 		StreamID: bound(stream), Kind: bound(w.Kind), Timestamp: w.Timestamp,
 		ExtensionKind: bound(w.ExtensionKind), ExtensionData: w.ExtensionData,
-		Service: bound(w.Service), Method: bound(w.Method), Alias: bound(w.Alias),
+		Service: bound(w.Service), Method: bound(w.Method), Alias: bound(w.Alias), Extension: bound(w.ExtensionRPC),
 	}
 	if w.Isolate != nil {
 		e.Isolate = IsolateRef{ID: bound(w.Isolate.ID), Name: bound(w.Isolate.Name)}

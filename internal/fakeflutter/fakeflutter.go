@@ -141,6 +141,15 @@ const (
 	// EnvErrorEveryMS makes the app throw the first error of
 	// EnvErrorsAtStart (else an overflow) every N ms.
 	EnvErrorEveryMS = "FAKE_FLUTTER_ERROR_EVERY_MS"
+
+	// EnvWidgets is the number of items in the list of the app's home
+	// page (default 12): each is an ItemTile of the project holding a
+	// ListTile, a Text and an Icon, so the widget tree grows with it
+	// (about 2,000 widgets at 75 items in the full tree).
+	EnvWidgets = "FAKE_FLUTTER_WIDGETS"
+	// EnvNoScreenshot makes _flutter.screenshot fail as it does on
+	// backends that cannot capture the last layer tree.
+	EnvNoScreenshot = "FAKE_FLUTTER_NO_SCREENSHOT"
 )
 
 // Exit codes, as the real tool uses them.
@@ -170,21 +179,23 @@ const (
 
 // config is the steering read from the environment.
 type config struct {
-	buildFail  bool
-	reloadFail bool
-	reject     bool
-	kill       <-chan struct{} // in-process tests only: see mainKillable
-	ignoreTerm bool
-	wrongAppID bool
-	noDevices  bool
-	stamp      bool
-	grandchild string        // "", "null" or "inherit"
-	crashAfter int           // -1: never
-	lines      int           // -1: unbounded
-	interval   time.Duration // between log lines; 0 is a flood
-	quiet      bool          // no log lines at all
-	startup    time.Duration // added to the build phase
-	appID      string
+	buildFail    bool
+	reloadFail   bool
+	reject       bool
+	kill         <-chan struct{} // in-process tests only: see mainKillable
+	widgets      int
+	noScreenshot bool
+	ignoreTerm   bool
+	wrongAppID   bool
+	noDevices    bool
+	stamp        bool
+	grandchild   string        // "", "null" or "inherit"
+	crashAfter   int           // -1: never
+	lines        int           // -1: unbounded
+	interval     time.Duration // between log lines; 0 is a flood
+	quiet        bool          // no log lines at all
+	startup      time.Duration // added to the build phase
+	appID        string
 
 	errorsAtStart  []string      // error kinds thrown after app.started
 	errorsOnReload []string      // error kinds thrown after each reload or restart
@@ -262,6 +273,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	c.errorsAtStart, c.errorsOnReload = kinds(EnvErrorsAtStart), kinds(EnvErrorsOnReload)
 	c.errorEvery = time.Duration(count(EnvErrorEveryMS, 0)) * time.Millisecond
+	c.widgets = count(EnvWidgets, 12)
+	c.noScreenshot = boolean(EnvNoScreenshot)
 	return c, errors.Join(errs...)
 }
 

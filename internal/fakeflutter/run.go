@@ -283,10 +283,7 @@ func (r *runner) launch() (int, bool) {
 	}
 	ws := fmt.Sprintf("ws://127.0.0.1:%d/%s/ws", port(), token())
 	if r.debugging() {
-		vm, err := startVMService(r.dir, r.reloadFromVM)
-		if vm != nil {
-			vm.stamp = r.cfg.stamp
-		}
+		vm, err := startVMService(r.dir, r.reloadFromVM, appOptions{mode: r.mode, stamp: r.cfg.stamp, widgets: r.cfg.widgets, noScreenshot: r.cfg.noScreenshot})
 		if err != nil {
 			fmt.Fprintf(r.stderr, "fake flutter: %v\n", err)
 			return ExitFailure, false

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ type vmService struct {
 	ids       int                          // the last inspector-N valueId
 	frames    int                          // frames drawn
 	stamp     bool                         // EnvStamp: summaries end with " at=<unix ns>"
+	app       appOptions
 }
 
 // vmClient is one connection and the streams it listens to.
@@ -62,7 +64,7 @@ const historyMax = 10000
 // startVMService listens on a free loopback port. reload performs a hot
 // reload or restart for a client that calls the registered services and
 // reports whether it succeeded.
-func startVMService(root string, reload func(full bool) bool) (*vmService, error) {
+func startVMService(root string, reload func(full bool) bool, app appOptions) (*vmService, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("vm service: %w", err)
@@ -70,7 +72,7 @@ func startVMService(root string, reload func(full bool) bool) (*vmService, error
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	v := &vmService{ln: ln, token: base64.URLEncoding.EncodeToString(b), root: root, pkg: projectName(root), reload: reload,
-		clients: map[*vmClient]bool{}, history: map[string][]json.RawMessage{}, isolate: 4419843374421743}
+		clients: map[*vmClient]bool{}, history: map[string][]json.RawMessage{}, isolate: 4419843374421743, app: app, stamp: app.stamp}
 	v.srv = &http.Server{Handler: http.HandlerFunc(v.serve), ReadHeaderTimeout: 10 * time.Second}
 	go v.srv.Serve(ln) // owned by v: close shuts it down
 	return v, nil
@@ -187,7 +189,7 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 			return map[string]any{"type": "Sentinel", "kind": "Collected", "valueAsString": "<collected>"}, nil
 		}
 		out := map[string]any{"type": "Isolate", "runnable": true, "livePorts": 1, "pauseOnExit": false,
-			"extensionRPCs": []string{"ext.flutter.reassemble", "ext.flutter.inspector.structuredErrors", "ext.flutter.debugDumpApp"}}
+			"extensionRPCs": v.app.extensions()}
 		for k, val := range iso {
 			if k != "type" {
 				out[k] = val
@@ -216,6 +218,16 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 		h := append([]json.RawMessage{}, v.history[s]...)
 		v.mu.Unlock()
 		return map[string]any{"type": "StreamHistory", "history": h}, nil
+	case "_flutter.screenshot":
+		return v.app.screenshot()
+	case "ext.flutter.inspector.getRootWidgetTree", "ext.flutter.inspector.disposeGroup":
+		if str("isolateId") != iso["id"] || !slices.Contains(v.app.extensions(), method) {
+			return nil, &rpcError{Code: -32601, Message: "Method not found"}
+		}
+		if method == "ext.flutter.inspector.disposeGroup" {
+			return map[string]any{"type": "_extensionType", "method": method}, nil
+		}
+		return v.app.widgetTree(v.root, str("groupName"), str("isSummaryTree") == "true")
 	case "s0.reloadSources", "s0.hotRestart":
 		if v.reload == nil || !v.reload(method == "s0.hotRestart") {
 			return nil, &rpcError{Code: -32603, Message: "Unable to reload sources"}

@@ -1,0 +1,107 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"strings"
+	"testing"
+)
+
+// tree is an inspector answer's shape: a framework root, the project's
+// MyApp, a framework wrapper, then n project tiles.
+func tree(n int) json.RawMessage {
+	var tiles []string
+	for i := range n {
+		tiles = append(tiles, fmt.Sprintf(`{"description":"Padding","createdByLocalProject":false,"children":[
+			{"description":"ItemTile","widgetRuntimeType":"ItemTile","createdByLocalProject":true,
+			 "creationLocation":{"file":"file:///home/u/app/lib/widgets/item_tile.dart","line":%d,"column":12},"children":[]}]}`, 9+i%3))
+	}
+	return json.RawMessage(`{"description":"[root]","createdByLocalProject":false,"children":[
+		{"description":"MyApp","widgetRuntimeType":"MyApp","createdByLocalProject":true,
+		 "creationLocation":{"file":"file:///home/u/app/lib/main.dart","line":8,"column":10},
+		 "children":[{"description":"Semantics","createdByLocalProject":false,"children":[` + strings.Join(tiles, ",") + `]}]}]}`)
+}
+
+func TestSummarize(t *testing.T) {
+	got, err := Summarize(tree(2), "/home/u/app", TreeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "MyApp  lib/main.dart:8\n  ItemTile  lib/widgets/item_tile.dart:9\n  ItemTile  lib/widgets/item_tile.dart:10\n"
+	if got.Text != want || got.Widgets != 3 || got.Shown != 3 || got.Truncated {
+		t.Errorf("Summarize = %+v\nwant text %q", got, want)
+	}
+	// Over the budget: cut, counted, and said.
+	got, err = Summarize(tree(2000), "/home/u/app", TreeOptions{MaxBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Text) > 1<<10+100 || !got.Truncated || got.Widgets != 2001 || !strings.Contains(got.Text, "more widgets left out") {
+		t.Errorf("a 2,000-tile tree in 1 KB: %d bytes, %+v", len(got.Text), got)
+	}
+	got, _ = Summarize(tree(2), "/home/u/app", TreeOptions{MaxDepth: 1})
+	if got.Shown != 1 || !got.Truncated {
+		t.Errorf("depth 1 = %+v", got)
+	}
+	// A file outside the root keeps its URI.
+	got, _ = Summarize(tree(1), "/elsewhere", TreeOptions{})
+	if !strings.Contains(got.Text, "file:///home/u/app/lib/main.dart:8") {
+		t.Errorf("outside the root: %q", got.Text)
+	}
+	if _, err := Summarize(json.RawMessage(`"no"`), "/", TreeOptions{}); err == nil {
+		t.Error("a string was taken for a tree")
+	}
+}
+
+func FuzzSummarize(f *testing.F) {
+	f.Add([]byte(tree(3)), 200)
+	f.Fuzz(func(t *testing.T, data []byte, budget int) {
+		got, err := Summarize(data, "/home/u/app", TreeOptions{MaxBytes: budget % 10000})
+		if err == nil && got.Shown > got.Widgets {
+			t.Fatalf("shown %d of %d", got.Shown, got.Widgets)
+		}
+	})
+}
+
+func phone(t *testing.T, w, h int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.SetNRGBA(x, y, color.NRGBA{R: uint8(x * y), G: uint8(x ^ y), B: uint8(y), A: 255}) // noisy: compresses badly
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestScale(t *testing.T) {
+	full := phone(t, 1080, 2400)
+	s, err := Scale(full, ShotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Width > 540 || s.FullWidth != 1080 || s.FullHeight != 2400 || len(s.PNG) > 256<<10 || s.Height != s.Width*2400/1080 {
+		t.Errorf("default = %d×%d of %d×%d, %d bytes", s.Width, s.Height, s.FullWidth, s.FullHeight, len(s.PNG))
+	}
+	if _, err := png.Decode(bytes.NewReader(s.PNG)); err != nil {
+		t.Errorf("the result is not a PNG: %v", err)
+	}
+	small, err := Scale(full, ShotOptions{MaxWidth: 1080, MaxBytes: 40 << 10})
+	if err != nil || len(small.PNG) > 40<<10 || small.Width >= 1080 {
+		t.Errorf("within 40 KB: %d×%d, %d bytes, %v", small.Width, small.Height, len(small.PNG), err)
+	}
+	big, err := Scale(full, ShotOptions{MaxWidth: 1080, MaxBytes: 16 << 20})
+	if err != nil || big.Width != 1080 || !bytes.Equal(big.PNG, full) {
+		t.Errorf("a bigger cap on request = %d×%d, %v", big.Width, big.Height, err)
+	}
+	if _, err := Scale([]byte("not a png"), ShotOptions{}); err == nil {
+		t.Error("garbage was taken for a PNG")
+	}
+}
