@@ -59,6 +59,11 @@ var goals = map[string]string{
 	"BenchmarkErrorTokens/identical200 ratio":    "≤ 0.05",
 	"BenchmarkErrorTokens/identical200 bytes":    "< 1024",
 	"BenchmarkErrorTokens/distinct20 ratio":      "< 1",
+	"BenchmarkWidgetTree widgets-full":           "≈ 2000",
+	"BenchmarkWidgetTree bytes-full-json":        "",
+	"BenchmarkWidgetTree bytes-text":             "≤ 8500",
+	"BenchmarkWidgetTree ms-full":                "",
+	"BenchmarkWidgetTree ms-summary":             "",
 }
 
 // suffix is the -GOMAXPROCS suffix go test adds to a benchmark's name.
