@@ -17,8 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/dtd"
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/localapi"
 	"github.com/fly-dev/fly/daemon/loopback"
@@ -58,6 +60,7 @@ type Config struct {
 	KeepRuns        int           // finished runs kept in the store (default 100)
 	MaxRunAge       time.Duration // finished runs older than this are deleted (default 7 days)
 	Upstreams       string        // the upstreams file; default Paths.Upstreams(), "-" for none
+	DTDDir          string        // where DTDs write their files (dtd.Dir); "" for no discovery of apps started elsewhere
 	// Subreaper makes flyd adopt what its runs orphan (Linux; see
 	// runs.Config.Subreaper). Only for a process that is flyd itself.
 	Subreaper bool
@@ -143,8 +146,9 @@ type Server struct {
 	started time.Time
 
 	runs *runs.Engine
-	db   *store.DB         // sessions and status; the runs engine has its own use of it
-	up   *upstream.Manager // the user's shared MCP servers; nil until Run opened the store
+	db   *store.DB                   // sessions and status; the runs engine has its own use of it
+	up   *upstream.Manager           // the user's shared MCP servers; nil until Run opened the store
+	apps atomic.Pointer[dtd.Watcher] // apps started outside fly; nil without discovery
 
 	api        *localapi.API    // /v1/* and the dashboard
 	http       httpSessions     // Streamable HTTP sessions
@@ -165,16 +169,22 @@ func New(cfg Config) *Server {
 		http: httpSessions{m: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
+	s.ws.opened = func() {
+		if a := s.apps.Load(); a != nil {
+			a.Rescan() // its apps' DTD files may be there already
+		}
+	}
 	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper},
 		cfg.Log, s.runChanged)
 	s.surface = mcpserver.New(mcpserver.Config{
 		PageSize: cfg.PageSize, MaxReadBytes: cfg.MaxReadBytes, Rules: cfg.Rules, MaxRuns: cfg.MaxRuns, MaxBuilds: cfg.MaxBuilds,
 		RunStartTimeout: cfg.RunStartTimeout, BuildTimeout: cfg.BuildTimeout,
-		Runs: s.runs, Sessions: sessionTable{s}, Log: cfg.Log,
+		Runs: s.runs, Sessions: sessionTable{s}, Log: cfg.Log, Apps: s.externalApps,
 	})
 	s.api = localapi.New(localapi.Config{
 		Runs: s.runs, Status: s.status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,
 		RotateToken: s.rotateToken, Trusted: onSocket, MaxFileBytes: cfg.MaxReadBytes, WriteTimeout: cfg.WriteTimeout, Log: cfg.Log,
+		Apps: s.externalApps,
 	})
 	return s
 }
@@ -205,6 +215,8 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopStore()
 	stopUpstreams := s.startUpstreams(db)
 	defer stopUpstreams()
+	stopApps := s.startApps()
+	defer stopApps()
 	if err := prepareSocketDir(p.Socket); err != nil {
 		return err
 	}
@@ -531,6 +543,7 @@ func (s *Server) status() Status {
 		Sessions:   []SessionInfo{},
 		Workspaces: []WorkspaceStatus{},
 		Runs:       []RunInfo{},
+		Apps:       s.externalApps(""),
 	}
 	if db := s.db; db != nil {
 		st.DBBytes, _ = db.Size()

@@ -43,6 +43,7 @@ type reloadOut struct {
 
 type runsListOut struct {
 	Runs   []wire.Run `json:"runs"`
+	Apps   []wire.App `json:"apps"`
 	Others []string   `json:"others"`
 }
 

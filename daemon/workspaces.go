@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +106,7 @@ type workspaces struct {
 	linger   time.Duration
 	log      *slog.Logger
 	onChange func(*workspace, index.Change)
+	opened   func() // told after a workspace opens; nil for none
 
 	mu     sync.Mutex
 	m      map[string]*workspace
@@ -185,6 +187,9 @@ func (ws *workspaces) acquire(dir string) (*workspace, error) {
 		delete(ws.m, root)
 		ws.mu.Unlock()
 		return nil, w.err
+	}
+	if ws.opened != nil {
+		ws.opened()
 	}
 	return w, nil
 }
@@ -277,4 +282,22 @@ func (s *Server) openWorkspace(dir string) (root string, idx *index.Index, relea
 		return "", nil, nil, err
 	}
 	return w.root, w.index, func() { s.ws.release(w) }, nil
+}
+
+// containing returns the root of the open workspace that is dir or
+// contains it.
+func (ws *workspaces) containing(dir string) (string, bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	best := ""
+	for root, w := range ws.m {
+		if w.err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(root, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) &&
+			!filepath.IsAbs(rel) && len(root) > len(best) {
+			best = root
+		}
+	}
+	return best, best != ""
 }

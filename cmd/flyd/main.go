@@ -17,6 +17,7 @@ import (
 	"github.com/fly-dev/fly/daemon/loopback"
 
 	"github.com/fly-dev/fly/daemon"
+	"github.com/fly-dev/fly/daemon/dtd"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
@@ -98,6 +99,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	keepRuns := fs.Int("keep-runs", d.KeepRuns, "finished runs kept on disk")
 	maxRunAge := fs.Duration("max-run-age", d.MaxRunAge, "finished runs older than this are deleted")
 	listen := fs.String("listen", loopback.DefaultListen, "loopback `ADDR` for HTTP MCP clients and the dashboard, guarded by the token in the state directory; \"\" for none")
+	dtdDir := fs.String("dtd-dir", "", "the `DIR` where Dart Tooling Daemons write their files, watched to find apps started outside fly (default: $DART_DATA_HOME/dtd, else Dart's state directory; - for none)")
 	upstreams := fs.String("upstreams", "", "the file of shared upstream MCP servers (default: upstreams.json in the config directory; - for none)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -165,9 +167,22 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		KeepRuns:        *keepRuns,
 		MaxRunAge:       *maxRunAge,
 		Upstreams:       *upstreams,
+		DTDDir:          dtdDirOf(*dtdDir),
 		Listen:          *listen,
 		Subreaper:       true, // flyd is the process: its runs' orphans come back to it
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)
+}
+
+// dtdDirOf is --dtd-dir's directory: the default one when empty, none
+// for "-".
+func dtdDirOf(flag string) string {
+	switch flag {
+	case "":
+		return dtd.Dir(os.Getenv)
+	case "-":
+		return ""
+	}
+	return flag
 }

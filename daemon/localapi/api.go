@@ -41,6 +41,9 @@ type Config struct {
 	// Trusted reports whether a request comes from a peer checked to be
 	// this user (the Unix socket): only such a peer may rotate the token.
 	Trusted func(r *http.Request) bool
+	// Apps lists the apps found outside fly, of a workspace root ("" for
+	// all); nil for none.
+	Apps func(root string) []wire.App
 
 	MaxFileBytes int64         // grep skips larger files
 	WriteTimeout time.Duration // of one write of a stream

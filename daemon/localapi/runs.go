@@ -24,6 +24,7 @@ import (
 // runsReply is the body of GET /v1/runs.
 type runsReply struct {
 	Runs []wire.Run `json:"runs"`
+	Apps []wire.App `json:"apps"` // found outside fly
 }
 
 // list answers GET /v1/runs: the runs of every workspace (all=1 is the
@@ -55,7 +56,10 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}
-	reply := runsReply{Runs: infos}
+	reply := runsReply{Runs: infos, Apps: []wire.App{}}
+	if a.cfg.Apps != nil {
+		reply.Apps = a.cfg.Apps(root)
+	}
 	writeJSON(w, http.StatusOK, reply)
 	return nil
 }

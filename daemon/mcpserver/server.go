@@ -35,6 +35,9 @@ type Config struct {
 	Runs     *runs.Engine
 	Sessions Sessions
 	Log      *slog.Logger
+	// Apps lists the apps found outside fly, of a workspace root ("" for
+	// all); nil for none.
+	Apps func(root string) []wire.App
 }
 
 // Sessions is the daemon's table of connected clients. Its methods may

@@ -476,6 +476,7 @@ type runsListParams struct {
 
 type runsListResult struct {
 	Runs   []wire.Run `json:"runs" jsonschema:"newest first, with who started each, its last action, claim and error counts"`
+	Apps   []wire.App `json:"apps" jsonschema:"Flutter apps running outside fly (an IDE's, a terminal's), found through their Dart Tooling Daemon"`
 	Others []string   `json:"others,omitempty" jsonschema:"what other sessions did to this workspace's live runs since your last call"`
 }
 
@@ -492,7 +493,10 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	if err != nil {
 		return nil, runsListResult{}, err
 	}
-	res := runsListResult{Runs: infos}
+	res := runsListResult{Runs: infos, Apps: []wire.App{}}
+	if t.s.cfg.Apps != nil {
+		res.Apps = t.s.cfg.Apps(root)
+	}
 	for _, id := range t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun) {
 		if r, err := t.s.runs.Get(id); err == nil {
 			for _, l := range t.s.news(sess, r) {

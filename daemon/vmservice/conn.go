@@ -259,10 +259,14 @@ type message struct {
 	Error  *Error          `json:"error"`
 }
 
-// notifyParams are the params of a streamNotify.
+// notifyParams are the params of a streamNotify: the VM's carry an
+// event object, DTD's (the reference's §4.3) an eventKind and eventData.
 type notifyParams struct {
-	StreamID string     `json:"streamId"`
-	Event    *wireEvent `json:"event"`
+	StreamID  string          `json:"streamId"`
+	Event     *wireEvent      `json:"event"`
+	EventKind string          `json:"eventKind"`
+	EventData json.RawMessage `json:"eventData"`
+	Timestamp int64           `json:"timestamp"`
 }
 
 // readLoop reads until the connection ends: answers go to their calls,
@@ -324,8 +328,11 @@ func (c *Conn) answer(m message) {
 
 // notify keeps a stream event, within the rate and the buffer.
 func (c *Conn) notify(p notifyParams) {
-	if p.StreamID == "" || p.Event == nil {
+	if p.StreamID == "" || (p.Event == nil && p.EventKind == "") {
 		return
+	}
+	if p.Event == nil { // DTD's shape
+		p.Event = &wireEvent{Kind: p.EventKind, Timestamp: p.Timestamp, ExtensionData: p.EventData}
 	}
 	now := time.Now()
 	if now.Sub(c.window) >= time.Second {

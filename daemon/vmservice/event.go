@@ -12,14 +12,14 @@ import (
 // JSON the app posted, bounded by the message size.
 type Event struct {
 	StreamID      string
-	Kind          string     // IsolateStart, Extension, WriteEvent, ServiceRegistered, …
-	Isolate       IsolateRef // zero for VM-level events
-	Timestamp     int64      // ms since the epoch, as the VM stamps it
-	ExtensionKind string     // Flutter.Error, Flutter.Frame, … (Extension events)
-	ExtensionData json.RawMessage
-	Text          string // the decoded bytes of a Stdout or Stderr WriteEvent
-	Service       string // ServiceRegistered and ServiceUnregistered: reloadSources, hotRestart, …
-	Method        string // the namespaced method to call it by: s0.reloadSources
+	Kind          string          // IsolateStart, Extension, WriteEvent, ServiceRegistered, …
+	Isolate       IsolateRef      // zero for VM-level events
+	Timestamp     int64           // ms since the epoch, as the VM stamps it
+	ExtensionKind string          // Flutter.Error, Flutter.Frame, … (Extension events)
+	ExtensionData json.RawMessage // also a DTD event's eventData
+	Text          string          // the decoded bytes of a Stdout or Stderr WriteEvent
+	Service       string          // ServiceRegistered and ServiceUnregistered: reloadSources, hotRestart, …
+	Method        string          // the namespaced method to call it by: s0.reloadSources
 	Alias         string
 	Extension     string // ServiceExtensionAdded: the extension's method, ext.flutter.…
 }

@@ -150,6 +150,12 @@ const (
 	// EnvNoScreenshot makes _flutter.screenshot fail as it does on
 	// backends that cannot capture the last layer tree.
 	EnvNoScreenshot = "FAKE_FLUTTER_NO_SCREENSHOT"
+	// EnvDTD makes a debug run start a Dart Tooling Daemon, as recent
+	// flutter versions and IDEs do: app.dtd names it, it lists the app's
+	// VM service (ConnectedApp), and with DART_DATA_HOME set it writes
+	// its file into $DART_DATA_HOME/dtd (ideName from DASH__IDE_NAME),
+	// which it removes when the app ends.
+	EnvDTD = "FAKE_FLUTTER_DTD"
 )
 
 // Exit codes, as the real tool uses them.
@@ -185,6 +191,7 @@ type config struct {
 	kill         <-chan struct{} // in-process tests only: see mainKillable
 	widgets      int
 	noScreenshot bool
+	dtd          bool
 	ignoreTerm   bool
 	wrongAppID   bool
 	noDevices    bool
@@ -275,6 +282,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.errorEvery = time.Duration(count(EnvErrorEveryMS, 0)) * time.Millisecond
 	c.widgets = count(EnvWidgets, 12)
 	c.noScreenshot = boolean(EnvNoScreenshot)
+	c.dtd = boolean(EnvDTD)
 	return c, errors.Join(errs...)
 }
 

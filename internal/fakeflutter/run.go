@@ -162,6 +162,7 @@ type runner struct {
 	progress int        // the next progress id
 	vm       *vmService // nil in release mode
 	shutdown bool       // daemon.shutdown came: requests are no longer read
+	dtd      *dtdServer // EnvDTD
 }
 
 func run(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -301,7 +302,16 @@ func (r *runner) launch() (int, bool) {
 		time.Sleep(5 * time.Millisecond)
 		r.finishProgress(id, nil)
 	}
-	r.out.event("app.dtd", uriParams{AppID: r.appID, URI: fmt.Sprintf("ws://127.0.0.1:%d/%s", port(), token())})
+	dtdURI := fmt.Sprintf("ws://127.0.0.1:%d/%s", port(), token())
+	if r.cfg.dtd && r.vm != nil {
+		d, err := startDTD(r.dir, r.vm.wsURI(), projectName(r.dir))
+		if err != nil {
+			fmt.Fprintf(r.stderr, "fake flutter: %v\n", err)
+			return ExitFailure, false
+		}
+		r.dtd, dtdURI = d, d.uri()
+	}
+	r.out.event("app.dtd", uriParams{AppID: r.appID, URI: dtdURI})
 	r.out.event("app.started", appIDParams{r.appID})
 	if names := os.Getenv(EnvPrintEnv); names != "" {
 		for _, k := range strings.Split(names, ",") {
@@ -374,6 +384,9 @@ func (r *runner) serve(stdin io.Reader) int {
 		close(stopEmit)
 		<-emitDone
 		<-errorsDone
+		if r.dtd != nil {
+			r.dtd.close()
+		}
 		if r.vm != nil {
 			r.vm.close()
 		}

@@ -33,9 +33,15 @@ func NewEnv(t testing.TB) *Env {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	p := paths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state"), ConfigDir: filepath.Join(dir, "config")}
+	// DART_DATA_HOME keeps flyd's app discovery (and the fake's DTD
+	// files) inside the test: DTDDir(e) is where the files go.
 	return &Env{Dir: dir, Paths: p, Vars: append(os.Environ(),
-		paths.EnvSocket+"="+p.Socket, paths.EnvStateDir+"="+p.StateDir, paths.EnvConfigDir+"="+p.ConfigDir)}
+		paths.EnvSocket+"="+p.Socket, paths.EnvStateDir+"="+p.StateDir, paths.EnvConfigDir+"="+p.ConfigDir,
+		"DART_DATA_HOME="+filepath.Join(dir, "dart"))}
 }
+
+// DTDDir is the directory of DTD files flyd of e watches.
+func (e *Env) DTDDir() string { return filepath.Join(e.Dir, "dart", "dtd") }
 
 // Getenv is the environment of an in-process flyctl: only fly's paths.
 func (e *Env) Getenv(k string) string {

@@ -46,6 +46,8 @@ var rules = []struct {
 	// The VM-service client speaks the Dart VM's JSON-RPC, not MCP, and
 	// knows nothing of runs or the store.
 	{mod + "/daemon/vmservice", []string{mod + "/daemon", goSDK, mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	// Finding apps through DTD files needs no run, store or MCP.
+	{mod + "/daemon/dtd", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", goSDK, mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	// Reading a widget tree or a screenshot needs no connection, run or store.
 	{mod + "/daemon/inspect", []string{mod + "/daemon", goSDK, websocket, mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	// Parsing and keeping an app's errors needs no connection, run or store.

@@ -204,6 +204,19 @@ type ReloadResult struct {
 	NewErrors     []string `json:"new_errors"` // one line each, newest first
 }
 
+// App is a Flutter app that runs outside fly (an IDE's, a terminal's),
+// found through its Dart Tooling Daemon's file.
+type App struct {
+	ID           string    `json:"app_id"` // stable while the app runs
+	Name         string    `json:"name"`
+	IDE          string    `json:"ide,omitempty"` // the IDE that runs it, when its DTD says
+	Workspace    string    `json:"workspace"`     // the served workspace it belongs to
+	Root         string    `json:"root"`          // its DTD's workspace root
+	VMServiceURI string    `json:"vm_service_uri"`
+	DTDPID       int       `json:"dtd_pid"`
+	Since        time.Time `json:"since"` // when flyd found it
+}
+
 // Actor is a client that acted on a run: its session id and name.
 type Actor struct {
 	Session string `json:"session,omitempty"`
@@ -316,6 +329,7 @@ type Status struct {
 	Sessions   []Session         `json:"sessions"`
 	Workspaces []WorkspaceStatus `json:"workspaces"`
 	Runs       []Run             `json:"runs"` // live ones
+	Apps       []App             `json:"apps"` // found outside fly
 	Upstreams  []Upstream        `json:"upstreams"`
 }
 

@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+)
+
+// ideRun starts the fake `flutter run --machine` in root as an IDE does,
+// outside fly, with its Dart Tooling Daemon writing its file into e's
+// DTD directory. The cleanup stops it (app.stop), which removes the file.
+func ideRun(t *testing.T, e *flytest.Env, root string) *exec.Cmd {
+	t.Helper()
+	flutter := ""
+	for _, v := range e.Vars { // the fake flutter e installed, as the IDE's PATH finds it
+		if p, ok := strings.CutPrefix(v, "PATH="); ok {
+			flutter = filepath.Join(strings.Split(p, string(os.PathListSeparator))[0], "flutter")
+		}
+	}
+	cmd := exec.Command(flutter, "run", "--machine", "-d", "linux")
+	cmd.Dir = root
+	cmd.Env = append(append([]string(nil), e.Vars...), fakeflutter.EnvDTD+"=1", fakeflutter.EnvTickMS+"=0", "DASH__IDE_NAME=VS Code")
+	stdin, _ := cmd.StdinPipe()
+	cmd.Stdout, cmd.Stderr = nil, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	flytest.Eventually(t, "the IDE's app to write its DTD file", func() bool {
+		_, err := os.Stat(filepath.Join(e.DTDDir(), strconv.Itoa(cmd.Process.Pid)))
+		return err == nil
+	})
+	return cmd
+}
+
+// TestAppsStartedElsewhere: apps an IDE started in a served workspace
+// appear in runs_list (found through their DTD files) within a second,
+// two as two with distinct stable ids, with the IDE's name; files for
+// another workspace, of a dead process, through a symlink or naming a
+// VM service off this machine are ignored; an app that ends goes away.
+func TestAppsStartedElsewhere(t *testing.T) {
+	t.Parallel() // its own flyd
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	flytest.StartFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "agent", root, nil)
+
+	dir := e.DTDDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hostile := func(name string, v map[string]any) {
+		b, _ := json.Marshal(v)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead := exec.Command("true")
+	dead.Run()
+	other := t.TempDir()
+	hostile("900001", map[string]any{"wsUri": "ws://127.0.0.1:1/x=", "pid": os.Getpid(), "workspaceRoot": other})     // not served
+	hostile("900002", map[string]any{"wsUri": "ws://127.0.0.1:1/x=", "pid": dead.Process.Pid, "workspaceRoot": root}) // stale
+	hostile("900003", map[string]any{"wsUri": "ws://10.9.8.7:8181/x=", "pid": os.Getpid(), "workspaceRoot": root})    // not loopback
+	real := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(real, []byte(`{"wsUri":"ws://127.0.0.1:1/x=","pid":`+strconv.Itoa(os.Getpid())+`,"workspaceRoot":"`+root+`"}`), 0o600)
+	os.Symlink(real, filepath.Join(dir, "900004")) // through a symlink
+
+	first := ideRun(t, e, root)
+	start := time.Now()
+	var list runsListOut
+	apps := func() []wire.App {
+		list = runsListOut{}
+		callTool(t, cs, "runs_list", nil, &list)
+		return list.Apps
+	}
+	flytest.Eventually(t, "the IDE's app in runs_list", func() bool { return len(apps()) == 1 })
+	t.Logf("found in %s", time.Since(start))
+	a := list.Apps[0]
+	if !strings.HasPrefix(a.ID, "app-") || a.Name != "demo" || a.IDE != "VS Code" || a.Workspace != root || !strings.HasPrefix(a.VMServiceURI, "ws://127.0.0.1:") {
+		t.Errorf("the app = %+v", a)
+	}
+	ideRun(t, e, root)
+	flytest.Eventually(t, "two apps in one workspace", func() bool { return len(apps()) == 2 })
+	if list.Apps[0].ID == list.Apps[1].ID {
+		t.Errorf("two apps share the id %s", list.Apps[0].ID)
+	}
+	if ids := []string{list.Apps[0].ID, list.Apps[1].ID}; !strings.Contains(strings.Join(ids, " "), a.ID) {
+		t.Errorf("the first app's id changed: %s, now %v", a.ID, ids)
+	}
+	// flyctl sees them too.
+	st, err := getStatus(e)
+	if err != nil || len(st.Apps) != 2 {
+		t.Errorf("status apps = %+v, %v", st.Apps, err)
+	}
+
+	// The first app ends (its IDE stops it): it goes away.
+	first.Process.Signal(os.Interrupt)
+	first.Process.Kill()
+	flytest.Eventually(t, "the ended app to go away", func() bool { return len(apps()) == 1 && apps()[0].ID != a.ID })
+}

@@ -1,0 +1,123 @@
+package dtd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"github.com/fly-dev/fly/daemon/vmservice"
+)
+
+// Dir is the directory DTDs write their files to: $DART_DATA_HOME/dtd,
+// else the per-OS state directory (cli_util's BaseDirectories('Dart')).
+func Dir(getenv func(string) string) string {
+	if d := getenv("DART_DATA_HOME"); d != "" {
+		return filepath.Join(d, "dtd")
+	}
+	home := getenv("HOME")
+	switch runtime.GOOS {
+	case "darwin":
+		return filepath.Join(home, "Library", "Application Support", "Dart", "dtd")
+	case "windows":
+		return filepath.Join(getenv("LOCALAPPDATA"), "Dart", "dtd")
+	}
+	state := getenv("XDG_STATE_HOME")
+	if state == "" {
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "Dart", "dtd")
+}
+
+// Info is one DTD's file.
+type Info struct {
+	WSURI         string `json:"wsUri"`
+	Epoch         int64  `json:"epoch"`
+	PID           int    `json:"pid"`
+	DartVersion   string `json:"dartVersion"`
+	WorkspaceRoot string `json:"workspaceRoot"`
+	IDEName       string `json:"ideName"`
+}
+
+// maxFile bounds a DTD file: they are a few hundred bytes.
+const maxFile = 16 << 10
+
+// Why a file is not read.
+var (
+	ErrNotRegular = errors.New("not a regular file (a symlink?)")
+	ErrNotOwned   = errors.New("not owned by this user")
+	ErrStale      = errors.New("its process is gone")
+)
+
+// Read reads the file name of dir (opened as an os.Root) as a DTD's:
+// a regular file owned by uid, never followed through a symlink, at most
+// 16 KB, naming a loopback URI and a live process.
+func Read(dir *os.Root, name string, uid int) (Info, error) {
+	if _, err := strconv.Atoi(name); err != nil {
+		return Info{}, fmt.Errorf("%q is not a DTD file: its name is not a pid", name)
+	}
+	fi, err := dir.Lstat(name)
+	if err != nil {
+		return Info{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Info{}, fmt.Errorf("%s: %w", name, ErrNotRegular)
+	}
+	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Info{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Info{}, err
+	}
+	if !st.Mode().IsRegular() || !os.SameFile(st, fi) {
+		return Info{}, fmt.Errorf("%s: %w", name, ErrNotRegular)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+		return Info{}, fmt.Errorf("%s: %w", name, ErrNotOwned)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return Info{}, err
+	}
+	if len(b) > maxFile {
+		return Info{}, fmt.Errorf("%s: larger than %d bytes", name, maxFile)
+	}
+	var in Info
+	if err := json.Unmarshal(b, &in); err != nil {
+		return Info{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if _, err := vmservice.WebSocketURI(in.WSURI); err != nil {
+		return Info{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if in.WorkspaceRoot == "" || !filepath.IsAbs(in.WorkspaceRoot) || len(in.WorkspaceRoot) > 4096 {
+		return Info{}, fmt.Errorf("%s: workspaceRoot %.100q is not an absolute path", name, in.WorkspaceRoot)
+	}
+	if in.PID <= 0 || !alive(in.PID) {
+		return Info{}, fmt.Errorf("%s: %w", name, ErrStale)
+	}
+	in.IDEName = bound(in.IDEName, 64)
+	in.DartVersion = bound(in.DartVersion, 128)
+	return in, nil
+}
+
+// alive reports whether a process pid exists (EPERM: it exists, and is
+// someone else's).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func bound(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return string([]rune(s)) // invalid UTF-8 replaced
+}
