@@ -59,6 +59,8 @@ Commands:
   stop      stop a run or build
   logs      read or follow a run's log (logs tail)
   errors    print or follow a run's framework errors, deduplicated
+  apps      list the apps that run outside fly (an IDE's, a terminal's)
+  screenshot save what a run's screen shows as a PNG
   grep      search the project's files from flyd's warm index
   upstream  share your other MCP servers (dart mcp-server) through flyd
   dashboard print (or --open) the address of flyd's live dashboard
@@ -97,6 +99,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runLogs(ctx, args[1:], getenv, stdout, stderr)
 	case "errors":
 		return runErrors(ctx, args[1:], getenv, stdout, stderr)
+	case "apps":
+		return runApps(ctx, args[1:], getenv, stdout, stderr)
+	case "screenshot":
+		return runScreenshot(ctx, args[1:], getenv, stdout, stderr)
 	case "grep":
 		return runGrep(ctx, args[1:], getenv, stdout, stderr)
 	case "upstream", "upstreams":

@@ -48,21 +48,29 @@ func outcome(state string, exitCode *int, errMsg string) string {
 // listedRuns is one GET /v1/runs: the records as flyd sent them (so
 // --json passes on fields this flyctl does not know) and decoded.
 type listedRuns struct {
-	raw  []json.RawMessage
-	runs []runInfo
+	raw     []json.RawMessage
+	runs    []runInfo
+	rawApps []json.RawMessage
+	apps    []wire.App
 }
 
 func listRuns(ctx context.Context, c *client) (listedRuns, error) {
 	var reply struct {
 		Runs []json.RawMessage `json:"runs"`
+		Apps []json.RawMessage `json:"apps"`
 	}
 	if err := c.getJSON(ctx, wire.RouteRuns, &reply); err != nil {
 		return listedRuns{}, err
 	}
-	l := listedRuns{raw: reply.Runs, runs: make([]runInfo, len(reply.Runs))}
+	l := listedRuns{raw: reply.Runs, runs: make([]runInfo, len(reply.Runs)), rawApps: reply.Apps, apps: make([]wire.App, len(reply.Apps))}
 	for i, raw := range reply.Runs {
 		if err := json.Unmarshal(raw, &l.runs[i]); err != nil {
 			return listedRuns{}, fmt.Errorf("read flyd's run list: %w", err)
+		}
+	}
+	for i, raw := range reply.Apps {
+		if err := json.Unmarshal(raw, &l.apps[i]); err != nil {
+			return listedRuns{}, fmt.Errorf("read flyd's app list: %w", err)
 		}
 	}
 	return l, nil
@@ -183,32 +191,49 @@ func runRuns(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	var raw []json.RawMessage
+	var raw, rawApps []json.RawMessage
 	var runs []runInfo
+	var apps []wire.App
 	for i, r := range l.runs {
 		if *all || r.Live() || inWorkspace(r.Root, dir) {
 			raw = append(raw, l.raw[i])
 			runs = append(runs, r)
 		}
 	}
+	for i, a := range l.apps {
+		if *all || inWorkspace(a.Workspace, dir) {
+			rawApps = append(rawApps, l.rawApps[i])
+			apps = append(apps, a)
+		}
+	}
 	if *asJSON {
 		b, err := json.Marshal(struct {
 			Runs []json.RawMessage `json:"runs"`
-		}{Runs: append([]json.RawMessage{}, raw...)})
+			Apps []json.RawMessage `json:"apps"`
+		}{Runs: append([]json.RawMessage{}, raw...), Apps: append([]json.RawMessage{}, rawApps...)})
 		if err != nil {
 			return err
 		}
 		return writeIndentedJSON(stdout, b)
 	}
-	if len(runs) == 0 {
-		if *all {
-			fmt.Fprintln(stderr, "flyctl: flyd has no runs")
-		} else {
-			fmt.Fprintf(stderr, "flyctl: no runs in %s and none live (flyctl runs --all lists every workspace)\n", dir)
+	now, tty := time.Now(), isTerminal(stdout)
+	switch {
+	case len(runs) > 0:
+		if err := writeRunsTable(stdout, runs, now, tty); err != nil {
+			return err
 		}
+	case *all:
+		fmt.Fprintln(stderr, "flyctl: flyd has no runs")
+	default:
+		fmt.Fprintf(stderr, "flyctl: no runs in %s and none live (flyctl runs --all lists every workspace)\n", dir)
+	}
+	if len(apps) == 0 {
 		return nil
 	}
-	return writeRunsTable(stdout, runs, time.Now(), isTerminal(stdout))
+	if len(runs) > 0 {
+		fmt.Fprintln(stdout)
+	}
+	return writeAppsTable(stdout, apps, now, tty)
 }
 
 // writeRunsTable writes runs as a table; tty chooses relative start
@@ -319,4 +344,18 @@ func newestRun(runs []runInfo, dir string) (runInfo, bool) {
 		return candidates[0], true
 	}
 	return runInfo{}, false
+}
+
+// writeAppsTable writes the apps found outside fly as a table.
+func writeAppsTable(w io.Writer, apps []wire.App, now time.Time, tty bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "EXTERNAL APP\tNAME\tIDE\tSINCE\tVM SERVICE\tWORKSPACE\n")
+	for _, a := range apps {
+		ide := a.IDE
+		if ide == "" {
+			ide = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, ide, startedAt(a.Since, now, tty), a.VMServiceURI, a.Workspace)
+	}
+	return tw.Flush()
 }

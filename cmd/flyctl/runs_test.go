@@ -160,7 +160,7 @@ func TestCLIAgainstFlyd(t *testing.T) {
 		if code != 0 || out != "" || !strings.Contains(errs, "no runs in") {
 			t.Errorf("runs elsewhere: exit %d, stdout %q, stderr %q; want 0, nothing, a note", code, out, errs)
 		}
-		if out := mustFlyctl(t, e.Getenv, "runs", "--json"); strings.TrimSpace(out) != "{\n  \"runs\": []\n}" {
+		if out := mustFlyctl(t, e.Getenv, "runs", "--json"); strings.TrimSpace(out) != "{\n  \"runs\": [],\n  \"apps\": []\n}" {
 			t.Errorf("runs --json elsewhere = %q, want an empty list", out)
 		}
 		checkGolden(t, "cli/runs_stopped.golden", norm(mustFlyctl(t, e.Getenv, "runs", "--all")))

@@ -218,6 +218,12 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, pid, errorCount(r.Errors), claim, startedAt(r.StartedAt, now, tty), r.Root)
 	}
+	if len(st.Apps) > 0 {
+		fmt.Fprintf(tw, "\nEXTERNAL APP\tNAME\tIDE\tSINCE\tWORKSPACE\n")
+		for _, a := range st.Apps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.IDE, startedAt(a.Since, now, tty), a.Workspace)
+		}
+	}
 	if len(st.Upstreams) > 0 {
 		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
 		writeUpstreams(tw, st.Upstreams)

@@ -87,6 +87,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+wire.RouteEvents, a.route(a.events))
 	mux.HandleFunc("GET "+wire.RouteRunLogs, a.route(a.logs))
 	mux.HandleFunc("GET "+wire.RouteRunErrors, a.route(a.errors))
+	mux.HandleFunc("GET "+wire.RouteRunScreenshot, a.route(a.screenshot))
 	addDashboard(mux)
 }
 

@@ -60,15 +60,18 @@ func (e *Env) Getenv(k string) string {
 // vars ("FAKE_FLUTTER_X=v"). Start flyd after calling it: the fake reads
 // its steering from flyd's environment, and the shim hands flyd the PATH.
 // The fake is the test binary itself, run with FLY_TEST_HELPER=flutter,
-// so the caller's TestMain must act as internal/fakeflutter then.
-func (e *Env) WithFakeFlutter(t testing.TB, vars ...string) {
+// so the caller's TestMain must act as internal/fakeflutter then. It
+// returns the fake's path, for a test that runs it as an IDE would.
+func (e *Env) WithFakeFlutter(t testing.TB, vars ...string) (flutter string) {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := fakeflutter.Install(dir); err != nil {
+	flutter, err := fakeflutter.Install(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	e.Vars = append(e.Vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "FLY_TEST_HELPER=flutter")
 	e.Vars = append(e.Vars, vars...)
+	return flutter
 }
 
 // HTTPClient talks HTTP to flyd over e's socket.

@@ -35,6 +35,9 @@ const (
 	// those before the last reload too, ?follow=1 for NDJSON pages as
 	// errors come until the run ends.
 	RouteRunErrors = "/v1/runs/{id}/errors"
+	// RouteRunScreenshot (GET) is a PNG of what the run's app shows;
+	// ?max_width=N&max_bytes=N scale it down.
+	RouteRunScreenshot = "/v1/runs/{id}/screenshot"
 	// RouteEvents (GET) is NDJSON: the Status document now and after
 	// every change, for live views.
 	RouteEvents = "/v1/events"
