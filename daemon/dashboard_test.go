@@ -73,9 +73,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &run)
-	st, err := getStatus(e)
-	if err != nil || len(st.Runs) != 1 {
-		t.Fatalf("status: %v %+v", err, st)
+	ideRun(t, e, root) // an app an IDE runs in the same workspace
+	var st *Status
+	flytest.Eventually(t, "the IDE's app in the status", func() bool {
+		var err error
+		st, err = getStatus(e)
+		return err == nil && len(st.Apps) == 1
+	})
+	if len(st.Runs) != 1 {
+		t.Fatalf("status: %+v", st)
 	}
 	pid := st.Runs[0].PID
 	tok, err := os.ReadFile(e.Paths.Token())
@@ -101,7 +107,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "node"), filepath.Join(dir, "dashboard.mjs"))
-	cmd.Env = append(os.Environ(), "FLY_URL=http://"+addr+"/#token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID, "CHROMIUM="+chromium,
+	cmd.Env = append(os.Environ(), "FLY_URL=http://"+addr+"/#token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID, "CHROMIUM="+chromium, "FLY_APP="+st.Apps[0].ID,
 		"FLY_OTHER="+other.URL+"/")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -138,6 +144,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if s := steps["login"]; s == nil || s["url_has_token"] != false || s["title"] != "fly" || s["cookies"] != float64(0) {
 		t.Fatalf("login step = %v: the address must lose the token, and no cookie may be set", s)
+	}
+	if s := steps["app-listed"]; s == nil || !strings.Contains(s["text"].(string), "VS Code") {
+		t.Fatalf("the IDE's app in the dashboard = %v", s)
 	}
 	if s := steps["errors-panel"]; s == nil || s["text"] != "2× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12" || s["count"] != "1" {
 		t.Fatalf("the errors panel = %v, want the overflow counted twice and one error in the run's row", s)

@@ -36,6 +36,11 @@ try {
   const row = page.locator(`tr[data-run="${run}"]`);
   await row.locator(".state", { hasText: "running" }).waitFor();
   out({ step: "run-listed" });
+  if (process.env.FLY_APP) { // an app an IDE runs, found through its DTD
+    const app = page.locator(`tr[data-app="${process.env.FLY_APP}"]`);
+    await app.waitFor();
+    out({ step: "app-listed", text: await app.textContent() });
+  }
 
   if (process.env.FLY_BENCH_LINES) {
     // Latency from the child's print (the fake stamps each line at=NS) to

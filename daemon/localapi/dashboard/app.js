@@ -131,6 +131,12 @@ function renderStatus(st) {
     }
   }
   renderRuns();
+  // Apps an IDE or a terminal runs, found through their DTD.
+  const apps = st.apps || [];
+  $("#apps-section").hidden = apps.length === 0;
+  $("#apps tbody").replaceChildren(...apps.map((a) => el("tr", { "data-app": a.app_id },
+    el("td", { class: "mono" }, a.app_id), el("td", {}, a.name), el("td", {}, a.ide || "-"),
+    el("td", {}, new Date(a.since).toLocaleTimeString()), el("td", { class: "mono" }, a.vm_service_uri), el("td", { class: "mono" }, a.workspace))));
   // Upstreams.
   const ups = st.upstreams || [];
   $("#upstreams-section").hidden = ups.length === 0;
