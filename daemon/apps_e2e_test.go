@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // ideRun starts the fake `flutter run --machine` in root as an IDE does,
 // outside fly, with its Dart Tooling Daemon writing its file into e's
 // DTD directory. The cleanup stops it (app.stop), which removes the file.
-func ideRun(t *testing.T, e *flytest.Env, root string) *exec.Cmd {
+func ideRun(t *testing.T, e *flytest.Env, root string, vars ...string) *exec.Cmd {
 	t.Helper()
 	flutter := ""
 	for _, v := range e.Vars { // the fake flutter e installed, as the IDE's PATH finds it
@@ -28,7 +29,7 @@ func ideRun(t *testing.T, e *flytest.Env, root string) *exec.Cmd {
 	}
 	cmd := exec.Command(flutter, "run", "--machine", "-d", "linux")
 	cmd.Dir = root
-	cmd.Env = append(append([]string(nil), e.Vars...), fakeflutter.EnvDTD+"=1", fakeflutter.EnvTickMS+"=0", "DASH__IDE_NAME=VS Code")
+	cmd.Env = append(append(append([]string(nil), e.Vars...), fakeflutter.EnvDTD+"=1", fakeflutter.EnvTickMS+"=0", "DASH__IDE_NAME=VS Code"), vars...)
 	stdin, _ := cmd.StdinPipe()
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -111,4 +112,96 @@ func TestAppsStartedElsewhere(t *testing.T) {
 	first.Process.Signal(os.Interrupt)
 	first.Process.Kill()
 	flytest.Eventually(t, "the ended app to go away", func() bool { return len(apps()) == 1 && apps()[0].ID != a.ID })
+}
+
+// TestAttachToAnIDEsApp: an agent attaches to an app its IDE runs: a hot
+// reload goes through the service the IDE's flutter registered and tells
+// the errors it caused; the errors reach flutter_errors; the run records
+// who attached; stopping detaches and leaves the app running; an
+// attached app that ends marks its run ended; stop_app ends the app.
+func TestAttachToAnIDEsApp(t *testing.T) {
+	t.Parallel() // its own flyd
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	flytest.StartFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "claude-code", root, nil)
+	ide := ideRun(t, e, root, fakeflutter.EnvErrorsOnReload+"=overflow")
+	var list runsListOut
+	flytest.Eventually(t, "the IDE's app", func() bool {
+		list = runsListOut{}
+		callTool(t, cs, "runs_list", nil, &list)
+		return len(list.Apps) == 1
+	})
+	attach := func() runOut {
+		t.Helper()
+		var run runOut
+		if res := callTool(t, cs, "flutter_attach", map[string]any{"app_id": list.Apps[0].ID}, &run); res.IsError {
+			t.Fatalf("flutter_attach: %s", toolText(res))
+		}
+		return run
+	}
+	run := attach()
+	var out reloadOut
+	res := callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": run.RunID}, &out)
+	if text := toolText(res); res.IsError || !out.Applied || len(out.NewErrors) != 1 || out.NewErrors[0].Location != "lib/main.dart:30:12" {
+		t.Errorf("a reload of the attached app = %+v\n%s", out, text)
+	}
+	var errs errorsOut
+	callTool(t, cs, "flutter_errors", nil, &errs) // the attached app is the workspace's live run
+	if errs.RunID != run.RunID || len(errs.Errors) != 1 {
+		t.Errorf("flutter_errors = %+v", errs)
+	}
+	list = runsListOut{}
+	callTool(t, cs, "runs_list", nil, &list)
+	if len(list.Runs) != 1 || list.Runs[0].Kind != "app" || list.Runs[0].StartedBy == nil || list.Runs[0].StartedBy.Client != "claude-code" {
+		t.Errorf("runs_list = %+v", list.Runs)
+	}
+
+	// Stopping detaches: the app keeps running, and can be attached again.
+	var stopped struct {
+		State string `json:"state"`
+	}
+	callTool(t, cs, "flutter_stop", map[string]any{"run_id": run.RunID}, &stopped)
+	if stopped.State != "stopped" || ide.ProcessState != nil {
+		t.Errorf("detach = %+v", stopped)
+	}
+	if err := ide.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the IDE's app did not survive the detach: %v", err)
+	}
+	again := attach()
+	if again.RunID == run.RunID {
+		t.Errorf("attaching again gave the ended run %s", run.RunID)
+	}
+	// The app ends: its attached run ends with it.
+	ide.Process.Kill()
+	flytest.Eventually(t, "the attached run to end with its app", func() bool {
+		var r struct {
+			Runs []wire.Run `json:"runs"`
+		}
+		callTool(t, cs, "runs_list", nil, &r)
+		for _, x := range r.Runs {
+			if x.RunID == again.RunID {
+				return x.State == "exited"
+			}
+		}
+		return false
+	})
+
+	// stop_app ends an app fly did not start.
+	other := ideRun(t, e, root)
+	flytest.Eventually(t, "the second app", func() bool {
+		list = runsListOut{}
+		callTool(t, cs, "runs_list", nil, &list)
+		return len(list.Apps) == 1
+	})
+	third := attach()
+	callTool(t, cs, "flutter_stop", map[string]any{"run_id": third.RunID, "stop_app": true}, nil)
+	done := make(chan error, 1)
+	go func() { done <- other.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("stop_app left the app running")
+	}
 }

@@ -23,6 +23,9 @@ const (
 	// KindUpstream is a shared upstream MCP server: flyd speaks MCP on
 	// its stdio, and its stderr is the log.
 	KindUpstream Kind = "upstream"
+	// KindApp is an app fly follows but did not start (an IDE's, a
+	// terminal's): no process of flyd's, only its VM service.
+	KindApp Kind = "app"
 )
 
 // State is where a run is in its life.

@@ -25,6 +25,11 @@ type runIDParams struct {
 	Force bool   `json:"force,omitempty" jsonschema:"act even though another session claimed the run (recorded)"`
 }
 
+type stopParams struct {
+	runIDParams
+	StopApp bool `json:"stop_app,omitempty" jsonschema:"for an attached app (kind app): end the app itself, not only fly's attachment"`
+}
+
 // actor is the session as runs record it, under its handle.
 func actor(sess *client) store.Actor {
 	return store.Actor{Session: handle(sess.ID()), Client: sess.Info().ClientName}
@@ -45,7 +50,7 @@ func (t tools) runFor(sess *client, id string) (*runs.Run, error) {
 		return t.s.runs.Get(id)
 	}
 	var newest *runs.Run
-	for _, l := range t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun) {
+	for _, l := range append(t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun), t.s.runs.LiveIDs(sess.ws.Root(), store.KindApp)...) {
 		if r, err := t.s.runs.Get(l); err == nil && (newest == nil || !r.Record().StartedAt.Before(newest.Record().StartedAt)) {
 			newest = r
 		}
@@ -222,7 +227,7 @@ type stopResult struct {
 	Others   []string `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
 }
 
-func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, stopResult, error) {
+func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams) (*mcp.CallToolResult, stopResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
 		return nil, stopResult{}, err
@@ -235,7 +240,7 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p runIDParams
 		return nil, stopResult{}, err
 	}
 	news := t.s.news(sess, r)
-	if err := r.StopAs(ctx, runs.Act{By: actor(sess), Force: p.Force}); err != nil {
+	if err := r.StopAs(ctx, runs.Act{By: actor(sess), Force: p.Force, ExitApp: p.StopApp}); err != nil {
 		return nil, stopResult{}, errors.New(withNews(news, err.Error()))
 	}
 	rec := r.Record()
@@ -286,5 +291,51 @@ func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParam
 		return nil, claimResult{}, errors.New(withNews(news, err.Error()))
 	}
 	res.Claimed, res.By, res.Note, res.Until = true, c.By.Name(), c.Note, c.Until
+	return nil, res, nil
+}
+
+type attachParams struct {
+	AppID        string `json:"app_id,omitempty" jsonschema:"an app from runs_list's apps (started by an IDE or a terminal)"`
+	VMServiceURI string `json:"vm_service_uri,omitempty" jsonschema:"or the VM-service URI of a running app on this machine (ws://127.0.0.1:…/…=/ws)"`
+}
+
+// attach makes an app fly did not start a run: its errors, reloads and
+// records then work as for flyd's own runs.
+func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachParams) (*mcp.CallToolResult, runResult, error) {
+	sess, err := t.call(req)
+	if err != nil {
+		return nil, runResult{}, err
+	}
+	uri, name := p.VMServiceURI, "app"
+	switch {
+	case (p.AppID == "") == (uri == ""):
+		return nil, runResult{}, errors.New("give app_id (see runs_list's apps) or vm_service_uri")
+	case p.AppID != "":
+		var found bool
+		if t.s.cfg.Apps != nil {
+			for _, a := range t.s.cfg.Apps(sess.ws.Root()) {
+				if a.ID == p.AppID {
+					uri, name, found = a.VMServiceURI, a.Name, true
+				}
+			}
+		}
+		if !found {
+			return nil, runResult{}, fmt.Errorf("no app %q in this workspace: runs_list lists the apps found", p.AppID)
+		}
+	}
+	by := actor(sess)
+	r, err := t.s.runs.Attach(runs.AttachSpec{Root: sess.ws.Root(), VMServiceURI: uri, Name: name, By: &by})
+	if err != nil {
+		return nil, runResult{}, err
+	}
+	follow, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	select {
+	case <-r.VMReady():
+	case <-follow.Done():
+	}
+	rec := r.Record()
+	res := runResult{RunID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID), VMServiceURI: rec.VMServiceURI,
+		Message: "attached: its errors, reloads and records work as for flyd's own runs; flutter_stop detaches (stop_app: true ends the app)"}
 	return nil, res, nil
 }

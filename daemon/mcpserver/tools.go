@@ -47,6 +47,10 @@ func (s *Server) addTools(srv *mcp.Server) {
 	addTool(s.own, srv, &mcp.Tool{Name: "flutter_stop", Title: "Stop a run",
 		Description: "Stop a run or build: app.stop, then SIGTERM to its process group, then SIGKILL. Waits until every process of the group is gone.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.stop)
+	addTool(s.own, srv, &mcp.Tool{Name: "flutter_attach", Title: "Attach to an app",
+		Description: "Make an app fly did not start (an IDE's or a terminal's: see runs_list's apps, or give its VM-service URI) a run: " +
+			"its errors, hot reloads and the record of who did what then work as for flutter_run's.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.attach)
 	addTool(s.own, srv, &mcp.Tool{Name: "flutter_claim", Title: "Claim a run",
 		Description: "Hold a run for a while so other agents' reloads, restarts and stops are refused with your note (unless they force it); release: true ends it. " +
 			"A claim also ends with your session.",

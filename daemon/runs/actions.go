@@ -18,6 +18,9 @@ import (
 type Act struct {
 	By    store.Actor
 	Force bool
+	// ExitApp makes a stop of an attached app (kind app) end the app
+	// itself rather than detach from it.
+	ExitApp bool
 }
 
 // Action is one entry of a run's journal: what a client did to it.
@@ -46,6 +49,8 @@ func pastTense(what string) string {
 		return "started"
 	case "stop":
 		return "stopped"
+	case "attach":
+		return "attached to"
 	case "hot reload":
 		return "hot-reloaded"
 	case "hot restart":
@@ -266,6 +271,9 @@ func (r *Run) StopAs(ctx context.Context, act Act) error {
 		return err
 	}
 	r.logAction(store.Action{What: "stop", By: act.By, Forced: forced, Outcome: stopPending})
+	if r.kind == store.KindApp {
+		return r.stopApp(ctx, act.ExitApp) // superviseApp puts how it ended in the action
+	}
 	return r.stop(ctx) // supervise puts how it ended in the action
 }
 

@@ -10,7 +10,7 @@ import (
 // commands. Tools, resources and the HTTP API all give this name.
 func LogURI(kind store.Kind, id string) string {
 	switch kind {
-	case store.KindRun:
+	case store.KindRun, store.KindApp:
 		return "logs://run/" + id
 	case store.KindUpstream:
 		return "logs://upstream/" + id

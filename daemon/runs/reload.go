@@ -104,11 +104,11 @@ type reloadBatch struct {
 func (r *Run) Restart(ctx context.Context, full bool, act Act) (Outcome, error) {
 	rec := r.record()
 	switch {
-	case rec.Kind != store.KindRun:
+	case rec.Kind != store.KindRun && rec.Kind != store.KindApp:
 		return Outcome{}, fmt.Errorf("%s is a %s, not a flutter run", r.id, rec.Kind)
 	case !r.live():
 		return Outcome{}, fmt.Errorf("run %s: %w (%s)", r.id, ErrRunEnded, rec.State)
-	case rec.AppID == "" || rec.State != stateRunning:
+	case (rec.AppID == "" && rec.Kind == store.KindRun) || rec.State != stateRunning:
 		return Outcome{}, fmt.Errorf("run %s: %w", r.id, ErrNotStarted)
 	}
 	forced, err := r.allowed(act)
@@ -209,26 +209,13 @@ func (r *Run) reload(ctx context.Context, full bool) (Outcome, error) {
 	frames := r.frames.mark()
 	capture := &lineCapture{max: maxReloadStderr}
 	r.stderrCapture.Store(capture)
-	rec := r.record()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
-	if err == nil && m.Error == "" && !bytes.Contains(m.Result, []byte(`"code":0`)) {
-		// flutter wrote why on stderr before it answered on stdout; the
-		// two pipes are read apart.
-		capture.settle(ctx, stderrWait, stderrQuiet)
-	}
+	res, err := r.restartRequest(ctx, full, capture)
 	r.stderrCapture.Store(nil)
 	out.Stderr = capture.lines()
 	if err != nil {
-		return Outcome{}, fmt.Errorf("%s of run %s: %w", what(full), r.id, err)
-	}
-	if m.Error != "" {
-		return Outcome{}, fmt.Errorf("%s of run %s: flutter says: %s", what(full), r.id, m.Error)
-	}
-	var res machineRestartResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		return Outcome{}, fmt.Errorf("%s of run %s: unexpected reply %s", what(full), r.id, m.Result)
+		return Outcome{}, err
 	}
 	out.Code, out.Message = res.Code, res.Message
 	out.Rejected = res.Code != 0 && rejected(res.Message+" "+strings.Join(out.Stderr, " "))
@@ -244,6 +231,32 @@ func (r *Run) reload(ctx context.Context, full bool) (Outcome, error) {
 	}
 	out.Took = time.Since(start)
 	return out, nil
+}
+
+// restartRequest asks flutter for the reload: app.restart on a run's
+// stdin, or the registered service of an attached app.
+func (r *Run) restartRequest(ctx context.Context, full bool, capture *lineCapture) (machineRestartResult, error) {
+	if r.kind == store.KindApp {
+		return r.restartApp(ctx, full)
+	}
+	rec := r.record()
+	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
+	if err == nil && m.Error == "" && !bytes.Contains(m.Result, []byte(`"code":0`)) {
+		// flutter wrote why on stderr before it answered on stdout; the
+		// two pipes are read apart.
+		capture.settle(ctx, stderrWait, stderrQuiet)
+	}
+	if err != nil {
+		return machineRestartResult{}, fmt.Errorf("%s of run %s: %w", what(full), r.id, err)
+	}
+	if m.Error != "" {
+		return machineRestartResult{}, fmt.Errorf("%s of run %s: flutter says: %s", what(full), r.id, m.Error)
+	}
+	var res machineRestartResult
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return machineRestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what(full), r.id, m.Result)
+	}
+	return res, nil
 }
 
 // rejected reports whether flutter's words say the VM rejected a reload

@@ -130,8 +130,9 @@ type Run struct {
 	progress  func(message string) // reports a waiting tool call's progress; nil when nobody waits
 	outputs   []io.Closer          // the read ends of its stdout and stderr
 
-	started chan struct{} // closed at app.started, or when the process ends
-	done    chan struct{} // closed once the process has exited and its record is final
+	started  chan struct{} // closed at app.started, or when the process ends
+	detached chan string   // an attached app's end: "detached" or "gone"; nil for the others
+	done     chan struct{} // closed once the process has exited and its record is final
 
 	mode    string             // debug, profile or release, from app.start; under mu
 	errors  *apperrors.List    // the app's framework errors; nil for anything but a `flutter run`
@@ -1003,6 +1004,9 @@ func (r *Run) request(ctx context.Context, method string, params any) (machineMs
 // SIGKILL, each after a grace period. Whatever the process did, every
 // process left in its group is killed at the end. It waits for the exit.
 func (r *Run) stop(ctx context.Context) error {
+	if r.kind == store.KindApp {
+		return r.stopApp(ctx, false) // an app flyd did not start is not flyd's to end: a detach
+	}
 	r.mu.Lock()
 	if !r.live() {
 		r.mu.Unlock()

@@ -88,9 +88,17 @@ func (r *Run) followVM(uri string) {
 	project := apperrors.Project{Root: r.root, Package: packageName(r.root)}
 	f.wg.Go(func() { // owned by the run: stop cancels it and waits
 		seen := newSeenSet(4096)
+		failed := 0 // dials in a row that found nobody
 		for {
-			err := r.watchVM(ctx, uri, project, seen)
+			connected, err := r.watchVM(ctx, uri, project, seen)
 			if ctx.Err() != nil {
+				return
+			}
+			if failed = failed + 1; connected {
+				failed = 0
+			}
+			if r.kind == store.KindApp && failed >= appGoneAfter {
+				r.appGone() // an app flyd follows but did not start: it has ended
 				return
 			}
 			r.eng.log.Debug("vm service connection ended", logRun, r.id, "error", err)
@@ -314,11 +322,12 @@ var vmStreams = []string{"Extension", "Isolate", "Service", "Stderr"}
 // already taken (dart mcp-server and package:dds_service_extensions
 // dedupe by timestamp alone, which also drops distinct errors of one
 // millisecond).
-func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project, seen *seenSet) error {
+func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project, seen *seenSet) (connected bool, err error) {
 	c, err := vmservice.Dial(ctx, uri, vmservice.Options{})
 	if err != nil {
-		return err
+		return false, err
 	}
+	connected = true
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
@@ -327,7 +336,7 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 		Isolates []vmservice.IsolateRef `json:"isolates"`
 	}
 	if err := c.Call(ctx, "getVM", nil, &vm); err != nil {
-		return err
+		return true, err
 	}
 	for _, iso := range vm.Isolates {
 		if iso.Name == "main" || r.Isolate() == "" {
@@ -337,7 +346,7 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 	r.loadExtensions(ctx, c)
 	for _, s := range vmStreams {
 		if err := c.StreamListen(ctx, s); err != nil {
-			return err
+			return true, err
 		}
 	}
 	// The same error can come twice in one millisecond: an event's key is
@@ -358,9 +367,9 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 		}
 	}
 	if err := c.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return true, err
 	}
-	return nil
+	return true, nil
 }
 
 // loadExtensions reads the UI isolate's service extensions.

@@ -23,12 +23,13 @@ type appOptions struct {
 	stamp        bool
 	widgets      int // items in the home page's list (EnvWidgets)
 	noScreenshot bool
+	exit         func() // ext.flutter.exit: the app ends
 }
 
 // extensions are the service extensions the UI isolate registers: the
 // inspector's exist only in debug builds.
 func (a appOptions) extensions() []string {
-	exts := []string{"ext.flutter.debugDumpApp", "ext.flutter.debugDumpRenderTree"}
+	exts := []string{"ext.flutter.debugDumpApp", "ext.flutter.debugDumpRenderTree", "ext.flutter.exit"}
 	if a.mode == "debug" {
 		exts = append(exts, "ext.flutter.reassemble", "ext.flutter.inspector.structuredErrors",
 			"ext.flutter.inspector.getRootWidgetTree", "ext.flutter.inspector.disposeGroup", "ext.flutter.inspector.screenshot")

@@ -157,12 +157,13 @@ type runner struct {
 	target   string
 	flavor   string
 	dir      string
-	appID    string     // reported in app.start and in events
-	acceptID string     // what requests must name
-	progress int        // the next progress id
-	vm       *vmService // nil in release mode
-	shutdown bool       // daemon.shutdown came: requests are no longer read
-	dtd      *dtdServer // EnvDTD
+	appID    string        // reported in app.start and in events
+	acceptID string        // what requests must name
+	progress int           // the next progress id
+	vm       *vmService    // nil in release mode
+	shutdown bool          // daemon.shutdown came: requests are no longer read
+	dtd      *dtdServer    // EnvDTD
+	exited   chan struct{} // the app called exit (ext.flutter.exit)
 }
 
 func run(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -206,6 +207,7 @@ func run(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		flavor: f.last("flavor", ""),
 		dir:    dir,
 		appID:  cfg.appID,
+		exited: make(chan struct{}, 1),
 	}
 	if len(f.args) > 0 && !f.has("target") {
 		r.target = f.args[0] // flutter run takes the target as an argument too
@@ -284,7 +286,13 @@ func (r *runner) launch() (int, bool) {
 	}
 	ws := fmt.Sprintf("ws://127.0.0.1:%d/%s/ws", port(), token())
 	if r.debugging() {
-		vm, err := startVMService(r.dir, r.reloadFromVM, appOptions{mode: r.mode, stamp: r.cfg.stamp, widgets: r.cfg.widgets, noScreenshot: r.cfg.noScreenshot})
+		vm, err := startVMService(r.dir, r.reloadFromVM, appOptions{mode: r.mode, stamp: r.cfg.stamp, widgets: r.cfg.widgets, noScreenshot: r.cfg.noScreenshot,
+			exit: func() {
+				select {
+				case r.exited <- struct{}{}:
+				default:
+				}
+			}})
 		if err != nil {
 			fmt.Fprintf(r.stderr, "fake flutter: %v\n", err)
 			return ExitFailure, false
@@ -413,6 +421,9 @@ func (r *runner) serve(stdin io.Reader) int {
 			}
 		case <-r.cfg.kill:
 			return killedExitCode
+		case <-r.exited:
+			r.out.event("app.stop", appIDParams{r.appID})
+			return 0
 		case <-crashed:
 			r.out.event("app.log", logParams{
 				AppID:      r.appID,

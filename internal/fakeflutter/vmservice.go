@@ -220,6 +220,14 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 		return map[string]any{"type": "StreamHistory", "history": h}, nil
 	case "_flutter.screenshot":
 		return v.app.screenshot()
+	case "ext.flutter.exit":
+		if str("isolateId") != iso["id"] {
+			return nil, &rpcError{Code: -32601, Message: "Method not found"}
+		}
+		if v.app.exit != nil {
+			v.app.exit()
+		}
+		return map[string]any{"type": "_extensionType", "method": method}, nil
 	case "ext.flutter.inspector.getRootWidgetTree", "ext.flutter.inspector.disposeGroup":
 		if str("isolateId") != iso["id"] || !slices.Contains(v.app.extensions(), method) {
 			return nil, &rpcError{Code: -32601, Message: "Method not found"}
