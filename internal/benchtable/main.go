@@ -60,6 +60,8 @@ var goals = map[string]string{
 	"BenchmarkErrorTokens/identical200 bytes":    "< 1024",
 	"BenchmarkErrorTokens/distinct20 ratio":      "< 1",
 	"BenchmarkWidgetTree widgets-full":           "≈ 2000",
+	"BenchmarkDiscovery ms-p50":                  "≤ 1000",
+	"BenchmarkDiscovery ms-p99":                  "",
 	"BenchmarkWidgetTree bytes-full-json":        "",
 	"BenchmarkWidgetTree bytes-text":             "≤ 8500",
 	"BenchmarkWidgetTree ms-full":                "",
