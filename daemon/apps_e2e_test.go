@@ -126,7 +126,7 @@ func TestAttachToAnIDEsApp(t *testing.T) {
 	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "claude-code", root, nil)
-	ide := ideRun(t, e, root, fakeflutter.EnvErrorsOnReload+"=overflow")
+	ide := ideRun(t, e, root, fakeflutter.EnvErrorsOnReload+"=overflow", fakeflutter.EnvTickMS+"=50")
 	var list runsListOut
 	flytest.Eventually(t, "the IDE's app", func() bool {
 		list = runsListOut{}
@@ -147,6 +147,12 @@ func TestAttachToAnIDEsApp(t *testing.T) {
 	if text := toolText(res); res.IsError || !out.Applied || len(out.NewErrors) != 1 || out.NewErrors[0].Location != "lib/main.dart:30:12" {
 		t.Errorf("a reload of the attached app = %+v\n%s", out, text)
 	}
+	// What the app prints reaches the run's log, from the VM's Stdout.
+	flytest.Eventually(t, "the app's output in the attached run's log", func() bool {
+		var page logsReadResult
+		callTool(t, cs, "logs_read", map[string]any{"run_id": run.RunID, "grep": "^tick [0-9]+$"}, &page)
+		return page.Entries >= 3
+	})
 	var errs errorsOut
 	callTool(t, cs, "flutter_errors", nil, &errs) // the attached app is the workspace's live run
 	if errs.RunID != run.RunID || len(errs.Errors) != 1 {

@@ -60,6 +60,7 @@ func (e *Engine) Attach(spec AttachSpec) (*Run, error) {
 		markSlot: -1,
 		vm:       vmFollower{ready: make(chan struct{})},
 		errors:   apperrors.NewList(apperrors.Limits{}),
+		scanner:  apperrors.NewScanner(apperrors.Project{Root: spec.Root, Package: packageName(spec.Root)}),
 		mode:     "debug",
 		rec: store.Record{
 			ID: id, Kind: store.KindApp, Argv: []string{"(attached)", spec.Name}, Root: spec.Root,

@@ -134,6 +134,8 @@ type vmState struct {
 	services   map[string]string // service name → method to call it by
 	extensions map[string]bool   // the UI isolate's service extensions (ext.flutter.…)
 	added      chan struct{}     // closed and replaced when an extension or isolate is added
+
+	stdout, stderr string // an attached app's partial output lines; the follower's only
 }
 
 // Errors of calls into the app.
@@ -344,7 +346,11 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 		}
 	}
 	r.loadExtensions(ctx, c)
-	for _, s := range vmStreams {
+	streams := vmStreams
+	if r.kind == store.KindApp {
+		streams = append(streams[:len(streams):len(streams)], "Stdout") // its output reaches fly only here
+	}
+	for _, s := range streams {
 		if err := c.StreamListen(ctx, s); err != nil {
 			return true, err
 		}
@@ -396,6 +402,11 @@ func (r *Run) vmEvent(e vmservice.Event, project apperrors.Project, seen *seenSe
 	case "Service":
 		r.vmState.serviceEvent(e)
 		return
+	case "Stdout", "Stderr":
+		if r.kind == store.KindApp && live { // a flutter run of flyd's relays it in app.log already
+			r.appOutput(e.StreamID, e.Text)
+		}
+		return
 	case "Extension":
 	default:
 		return
@@ -427,6 +438,35 @@ func (r *Run) vmEvent(e vmservice.Event, project apperrors.Project, seen *seenSe
 		at = time.Now()
 	}
 	r.addError(fe, at, true)
+}
+
+// appOutput adds what an attached app wrote to the log, a line an entry:
+// the engine sends a print's text and its newline as two events, so a
+// partial line waits for the rest (at most maxLine bytes).
+func (r *Run) appOutput(streamID, text string) {
+	stream, buf := logring.Stdout, &r.vmState.stdout
+	if streamID == "Stderr" {
+		stream, buf = logring.Stderr, &r.vmState.stderr
+	}
+	*buf += text
+	for {
+		i := strings.IndexByte(*buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSuffix((*buf)[:i], "\r")
+		*buf = (*buf)[i+1:]
+		r.append(stream, line)
+		if r.scanner != nil {
+			for _, e := range r.scanner.Text(line, stream == logring.Stderr, "") {
+				r.addError(e, time.Now(), false)
+			}
+		}
+	}
+	if len(*buf) > maxLine {
+		r.append(stream, (*buf)[:maxLine]+" …")
+		*buf = ""
+	}
 }
 
 // addError adds an error of the app to the run's list and, when logText,

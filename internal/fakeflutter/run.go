@@ -514,6 +514,9 @@ func (r *runner) emit(stop <-chan struct{}, crashed chan<- struct{}) {
 			line = append(line, "\"}}]\n"...)
 			flush := r.cfg.interval > 0 || (n+1)%256 == 0
 			r.out.write(line, flush)
+			if r.vm != nil && r.cfg.interval > 0 { // the engine also writes print() to the VM's Stdout stream
+				r.vm.print("tick " + strconv.Itoa(n+1))
+			}
 			if r.cfg.interval == 0 && (n+1)%256 == 0 {
 				select {
 				case <-stop:

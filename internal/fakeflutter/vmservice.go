@@ -354,6 +354,13 @@ func (v *vmService) postFrame(first bool) {
 		"number": n, "startTime": time.Now().UnixMicro(), "elapsed": 8123, "build": 2311, "raster": 3412, "vsyncOverhead": 402}})
 }
 
+// print is the app's print() on the VM's Stdout stream: two WriteEvents,
+// the text and "\n", as the engine sends them.
+func (v *vmService) print(text string) {
+	v.post("Stdout", map[string]any{"kind": "WriteEvent", "bytes": base64.StdEncoding.EncodeToString([]byte(text))})
+	v.post("Stdout", map[string]any{"kind": "WriteEvent", "bytes": base64.StdEncoding.EncodeToString([]byte("\n"))})
+}
+
 // reloaded resets the error count, as the framework's reassemble does;
 // a hot restart also replaces the UI isolate.
 func (v *vmService) reloaded(full bool) {
