@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,13 @@ import (
 // outside fly, with its Dart Tooling Daemon writing its file into e's
 // DTD directory. The cleanup stops it (app.stop), which removes the file.
 func ideRun(t *testing.T, e *flytest.Env, root string, vars ...string) *exec.Cmd {
+	t.Helper()
+	cmd, _ := ideRunIO(t, e, root, vars...)
+	return cmd
+}
+
+// ideRunIO is ideRun that also gives the IDE's side of the app's stdin.
+func ideRunIO(t *testing.T, e *flytest.Env, root string, vars ...string) (*exec.Cmd, io.Writer) {
 	t.Helper()
 	flutter := ""
 	for _, v := range e.Vars { // the fake flutter e installed, as the IDE's PATH finds it
@@ -44,7 +52,7 @@ func ideRun(t *testing.T, e *flytest.Env, root string, vars ...string) *exec.Cmd
 		_, err := os.Stat(filepath.Join(e.DTDDir(), strconv.Itoa(cmd.Process.Pid)))
 		return err == nil
 	})
-	return cmd
+	return cmd, stdin
 }
 
 // TestAppsStartedElsewhere: apps an IDE started in a served workspace
@@ -209,5 +217,67 @@ func TestAttachToAnIDEsApp(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("stop_app left the app running")
+	}
+}
+
+// TestReloadThroughFlutterAttach: the IDE detaches from its app (its
+// tool, services and DTD go; the app runs on); a reload of the attached
+// run then goes through a flutter attach flyd starts, and tells the
+// error it caused; stopping the attached run stops that flutter attach
+// and leaves the app running.
+func TestReloadThroughFlutterAttach(t *testing.T) {
+	t.Parallel() // its own flyd
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	fl := flytest.StartFlyd(t, e)
+	root := flutterProject(t)
+	cs := viaShim(e)(t, "agent", root, nil)
+	ide, ideIn := ideRunIO(t, e, root, fakeflutter.EnvErrorsOnReload+"=overflow", fakeflutter.EnvAppID+"=ide-app")
+	var list runsListOut
+	flytest.Eventually(t, "the IDE's app", func() bool {
+		list = runsListOut{}
+		callTool(t, cs, "runs_list", nil, &list)
+		return len(list.Apps) == 1
+	})
+	var run runOut
+	if res := callTool(t, cs, "flutter_attach", map[string]any{"app_id": list.Apps[0].ID}, &run); res.IsError {
+		t.Fatalf("flutter_attach: %s", toolText(res))
+	}
+	io.WriteString(ideIn, `[{"id":1,"method":"app.detach","params":{"appId":"ide-app"}}]`+"\n")
+	flytest.Eventually(t, "the IDE's tool to go (its DTD with it)", func() bool {
+		list = runsListOut{}
+		callTool(t, cs, "runs_list", nil, &list)
+		return len(list.Apps) == 0
+	})
+
+	var out reloadOut
+	res := callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": run.RunID}, &out)
+	if text := toolText(res); res.IsError || !out.Applied || len(out.NewErrors) != 1 || out.NewErrors[0].Location != "lib/main.dart:30:12" {
+		t.Fatalf("a reload with the IDE gone = %+v\n%s\n%s", out, text, fl.Stderr)
+	}
+	list = runsListOut{}
+	callTool(t, cs, "runs_list", nil, &list)
+	var helper *wire.Run
+	for i, r := range list.Runs {
+		if r.Kind == "attach" {
+			helper = &list.Runs[i]
+		}
+	}
+	if helper == nil || helper.State != "running" || !strings.Contains(strings.Join(helper.Argv, " "), "attach --machine --debug-uri http://127.0.0.1:") {
+		t.Fatalf("runs_list = %+v, want a live flutter attach", list.Runs)
+	}
+	callTool(t, cs, "flutter_stop", map[string]any{"run_id": run.RunID}, nil)
+	flytest.Eventually(t, "the flutter attach to stop with the attached run", func() bool {
+		list = runsListOut{}
+		callTool(t, cs, "runs_list", nil, &list)
+		for _, r := range list.Runs {
+			if r.RunID == helper.RunID {
+				return !r.Live()
+			}
+		}
+		return false
+	})
+	if err := ide.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the app did not survive: %v", err)
 	}
 }

@@ -26,6 +26,9 @@ const (
 	// KindApp is an app fly follows but did not start (an IDE's, a
 	// terminal's): no process of flyd's, only its VM service.
 	KindApp Kind = "app"
+	// KindAttach is `flutter attach --machine` started by flyd to reload
+	// an attached app whose own tool is gone.
+	KindAttach Kind = "attach"
 )
 
 // State is where a run is in its life.

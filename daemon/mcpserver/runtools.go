@@ -324,7 +324,7 @@ func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachPar
 		}
 	}
 	by := actor(sess)
-	r, err := t.s.runs.Attach(runs.AttachSpec{Root: sess.ws.Root(), VMServiceURI: uri, Name: name, By: &by})
+	r, err := t.s.runs.Attach(runs.AttachSpec{Root: sess.ws.Root(), VMServiceURI: uri, Name: name, By: &by, Env: sess.Env()})
 	if err != nil {
 		return nil, runResult{}, err
 	}

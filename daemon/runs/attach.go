@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/apperrors"
@@ -29,6 +31,7 @@ type AttachSpec struct {
 	VMServiceURI string // loopback only
 	Name         string // shown as its argv
 	By           *store.Actor
+	Env          map[string]string // the attacher's environment: a flutter attach, if one is needed, runs with it
 }
 
 // Attach makes the app at spec.VMServiceURI a run: it follows the app's
@@ -62,6 +65,7 @@ func (e *Engine) Attach(spec AttachSpec) (*Run, error) {
 		errors:   apperrors.NewList(apperrors.Limits{}),
 		scanner:  apperrors.NewScanner(apperrors.Project{Root: spec.Root, Package: packageName(spec.Root)}),
 		mode:     "debug",
+		env:      spec.Env,
 		rec: store.Record{
 			ID: id, Kind: store.KindApp, Argv: []string{"(attached)", spec.Name}, Root: spec.Root,
 			State: stateRunning, StartedAt: time.Now(), StartedBy: spec.By, VMServiceURI: spec.VMServiceURI,
@@ -111,6 +115,14 @@ func (r *Run) detach() {
 func (r *Run) superviseApp() {
 	why := <-r.detached
 	r.vm.stop()
+	r.mu.Lock()
+	helper := r.helper
+	r.mu.Unlock()
+	if helper != nil { // its flutter attach goes with it
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = helper.stopDetach(ctx)
+		cancel()
+	}
 	state, note := stateStopped, "detached: the app keeps running"
 	if why == "gone" {
 		state, note = stateExited, "the app has ended (its VM service is gone)"
@@ -177,8 +189,7 @@ func (r *Run) restartApp(ctx context.Context, full bool) (machineRestartResult, 
 	}
 	method := r.ServiceMethod(service)
 	if method == "" {
-		return machineRestartResult{}, fmt.Errorf("the app of run %s has no %s service: the flutter run or IDE that ran it is gone, so nothing can recompile it; "+
-			"restart it from its IDE, or stop it and start it with flutter_run", r.id, service)
+		return r.restartThroughAttach(ctx, full)
 	}
 	params := map[string]any{"pause": false}
 	if !full {
@@ -189,10 +200,98 @@ func (r *Run) restartApp(ctx context.Context, full bool) (machineRestartResult, 
 	err := r.CallVM(ctx, method, params, 0, &res)
 	var ve *vmservice.Error
 	switch {
+	case errors.As(err, &ve) && ve.Code == vmservice.CodeMethodNotFound:
+		return r.restartThroughAttach(ctx, full) // gone since the Service stream said otherwise
 	case errors.As(err, &ve):
 		return machineRestartResult{Code: 1, Message: ve.Message}, nil
 	case err != nil:
 		return machineRestartResult{}, err
 	}
 	return machineRestartResult{Code: 0, Message: what(full) + " through " + method}, nil
+}
+
+// restartThroughAttach reloads the app through a flutter attach of
+// flyd's: the tool that ran it is gone, and with it the services that
+// recompile it.
+func (r *Run) restartThroughAttach(ctx context.Context, full bool) (machineRestartResult, error) {
+	h, err := r.attachHelper(ctx)
+	if err != nil {
+		return machineRestartResult{}, err
+	}
+	m, err := h.request(ctx, "app.restart", machineRestartParams{AppID: h.record().AppID, FullRestart: full, Reason: "manual"})
+	if err != nil {
+		return machineRestartResult{}, fmt.Errorf("%s of run %s through flutter attach (run %s): %w", what(full), r.id, h.id, err)
+	}
+	if m.Error != "" {
+		return machineRestartResult{}, fmt.Errorf("%s of run %s through flutter attach (run %s): %s", what(full), r.id, h.id, m.Error)
+	}
+	var res machineRestartResult
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return machineRestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what(full), r.id, m.Result)
+	}
+	return res, nil
+}
+
+// attachHelper returns the run's `flutter attach --machine`, starting it
+// (in the app's workspace, with the attacher's environment) if there is
+// none live: the tool that can recompile and reload the app now that its
+// own is gone. --no-dds when the app's DDS still answers.
+func (r *Run) attachHelper(ctx context.Context) (*Run, error) {
+	r.mu.Lock()
+	h := r.helper
+	r.mu.Unlock()
+	if h == nil || !h.live() {
+		uri := r.record().VMServiceURI
+		args := []string{"attach", "--machine", "--debug-uri", httpForm(uri)}
+		var v map[string]any
+		if r.CallVM(ctx, "getDartDevelopmentServiceVersion", nil, 0, &v) == nil {
+			args = append(args, "--no-dds")
+		}
+		var err error
+		if h, err = r.eng.Start(ctx, Spec{Kind: store.KindAttach, Root: r.root, Env: r.env, Args: args}); err != nil {
+			return nil, fmt.Errorf("start flutter attach for run %s: %w", r.id, err)
+		}
+		r.mu.Lock()
+		r.helper = h
+		r.mu.Unlock()
+		r.note("its own tool is gone: reloading it through flutter attach (run " + h.id + ")")
+	}
+	select {
+	case <-h.Started():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if rec := h.record(); rec.State != stateRunning || rec.AppID == "" {
+		return nil, fmt.Errorf("flutter attach for run %s did not attach (%s): see %s", r.id, rec.State, LogURI(store.KindAttach, h.id))
+	}
+	return h, nil
+}
+
+// stopDetach ends a flutter attach of flyd's without ending the app:
+// app.detach, then the usual signals.
+func (r *Run) stopDetach(ctx context.Context) error {
+	if appID := r.record().AppID; appID != "" {
+		rctx, cancel := context.WithTimeout(ctx, r.eng.cfg.StopGrace)
+		_, _ = r.request(rctx, "app.detach", machineAppIDParams{AppID: appID})
+		cancel()
+		if r.wait(ctx, r.eng.cfg.StopGrace) {
+			return nil
+		}
+	}
+	return r.stop(ctx)
+}
+
+// httpForm is the http form of a VM-service WebSocket URI, as flutter
+// attach's --debug-uri takes it: ws://h/TOKEN=/ws becomes http://h/TOKEN=/.
+func httpForm(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return uri
+	}
+	u.Scheme = "http"
+	u.Path = strings.TrimSuffix(u.Path, "ws")
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	return u.String()
 }

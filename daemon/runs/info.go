@@ -10,7 +10,7 @@ import (
 // commands. Tools, resources and the HTTP API all give this name.
 func LogURI(kind store.Kind, id string) string {
 	switch kind {
-	case store.KindRun, store.KindApp:
+	case store.KindRun, store.KindApp, store.KindAttach:
 		return "logs://run/" + id
 	case store.KindUpstream:
 		return "logs://upstream/" + id

@@ -130,9 +130,11 @@ type Run struct {
 	progress  func(message string) // reports a waiting tool call's progress; nil when nobody waits
 	outputs   []io.Closer          // the read ends of its stdout and stderr
 
-	started  chan struct{} // closed at app.started, or when the process ends
-	detached chan string   // an attached app's end: "detached" or "gone"; nil for the others
-	done     chan struct{} // closed once the process has exited and its record is final
+	started  chan struct{}     // closed at app.started, or when the process ends
+	detached chan string       // an attached app's end: "detached" or "gone"; nil for the others
+	env      map[string]string // an attached app's attacher's environment, for its flutter attach
+	helper   *Run              // an attached app's flutter attach, once one was needed; under mu
+	done     chan struct{}     // closed once the process has exited and its record is final
 
 	mode    string             // debug, profile or release, from app.start; under mu
 	errors  *apperrors.List    // the app's framework errors; nil for anything but a `flutter run`
@@ -504,7 +506,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 		r.scanner = apperrors.NewScanner(apperrors.Project{Root: spec.Root, Package: packageName(spec.Root)})
 	}
 	cmd := exec.Command(flutter, spec.Args...)
-	if spec.Kind != store.KindRun {
+	if spec.Kind != store.KindRun && spec.Kind != store.KindAttach {
 		// A build or one-shot command dies with its call.
 		cmd = exec.CommandContext(ctx, flutter, spec.Args...)
 		cmd.Cancel = func() error {
@@ -539,7 +541,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	} else if stderr, err = cmd.StderrPipe(); err != nil {
 		return nil, err
 	}
-	if spec.Kind == store.KindRun || spec.Kind == store.KindUpstream {
+	if spec.Kind == store.KindRun || spec.Kind == store.KindUpstream || spec.Kind == store.KindAttach {
 		if r.stdin, err = cmd.StdinPipe(); err != nil {
 			return nil, err
 		}
@@ -776,7 +778,7 @@ func readLine(br *bufio.Reader) (line []byte, cut bool, err error) {
 }
 
 func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool) {
-	if stream == logring.Stdout && r.kind == store.KindRun && !cut {
+	if stream == logring.Stdout && (r.kind == store.KindRun || r.kind == store.KindAttach) && !cut {
 		if p, ok := parseAppLog(line); ok {
 			r.appLog(p)
 			return

@@ -340,6 +340,8 @@ func mainKillable(kill <-chan struct{}, args []string, getenv func(string) strin
 	switch cmd {
 	case "run":
 		return run(cfg, rest, stdin, stdout, stderr)
+	case "attach":
+		return attach(cfg, rest, stdin, stdout, stderr)
 	case "build":
 		return build(cfg, rest, stdout, stderr)
 	case "devices":

@@ -3,7 +3,9 @@ package fakeflutter
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/daemon/vmservice"
 )
 
 // TestMain lets the test binary act as the fake flutter when re-executed
@@ -648,13 +652,38 @@ func TestRunReloadFail(t *testing.T) {
 	}
 }
 
+// TestRunDetach: app.detach answers, says app.stop, and the tool goes
+// (its services and DDS with it) while the app runs on: its VM service
+// still answers at the same address, without flutter_tools' reload
+// services, and it reloads through the VM's own reloadSources as a
+// flutter attach would ask.
 func TestRunDetach(t *testing.T) {
 	s := startRun(t, map[string]string{EnvAppID: testAppID, EnvTickMS: "0"})
+	ws, _ := s.event("app.debugPort").Params["wsUri"].(string)
 	s.event("app.started")
 	s.send(`[{"id":1,"method":"app.detach","params":{"appId":"` + testAppID + `"}}]`)
-	code, rest := s.wait()
-	if code != 0 || index(rest, func(l string) bool { return l == `[{"id":1,"result":true}]` }) < 0 {
-		t.Errorf("detach: %d\n%s", code, strings.Join(rest, "\n"))
+	s.event("app.stop")
+	if r := s.reply("1"); string(r.Result) != "true" {
+		t.Errorf("detach = %s", r.Result)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := vmservice.Dial(ctx, ws, vmservice.Options{})
+	if err != nil {
+		t.Fatalf("the app's VM service is gone after a detach: %v", err)
+	}
+	defer c.Close()
+	var vm struct{ Isolates []vmservice.IsolateRef }
+	if err := c.Call(ctx, "getVM", nil, &vm); err != nil || len(vm.Isolates) != 1 {
+		t.Fatalf("getVM after a detach = %+v, %v", vm, err)
+	}
+	var e *vmservice.Error
+	if err := c.Call(ctx, "s0.reloadSources", map[string]any{"isolateId": vm.Isolates[0].ID}, nil); !errors.As(err, &e) || e.Code != vmservice.CodeMethodNotFound {
+		t.Errorf("s0.reloadSources after the tool left = %v, want -32601", err)
+	}
+	var rep struct{ Success bool }
+	if err := c.Call(ctx, "reloadSources", map[string]any{"isolateId": vm.Isolates[0].ID}, &rep); err != nil || !rep.Success {
+		t.Errorf("the VM's reloadSources = %+v, %v", rep, err)
 	}
 }
 

@@ -31,10 +31,11 @@ var domains = map[string]bool{"daemon": true, "app": true, "device": true, "emul
 // emitter write. Each line is written whole; the first write error is
 // kept and later writes are dropped.
 type out struct {
-	mu  sync.Mutex
-	w   *bufio.Writer
-	err error
-	buf bytes.Buffer
+	mu    sync.Mutex
+	w     *bufio.Writer
+	err   error
+	buf   bytes.Buffer
+	muted bool // the tool is gone: nothing more reaches its stdout
 }
 
 func newOut(w io.Writer) *out { return &out{w: bufio.NewWriterSize(w, 64<<10)} }
@@ -43,6 +44,9 @@ func newOut(w io.Writer) *out { return &out{w: bufio.NewWriterSize(w, 64<<10)} }
 func (o *out) write(b []byte, flush bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.muted {
+		return
+	}
 	if o.err != nil {
 		return
 	}
@@ -149,21 +153,22 @@ type (
 // runner is one `flutter run --machine`. Its fields other than out are
 // used only by the goroutine that called Main.
 type runner struct {
-	cfg      config
-	out      *out
-	stderr   io.Writer
-	dev      device
-	mode     string
-	target   string
-	flavor   string
-	dir      string
-	appID    string        // reported in app.start and in events
-	acceptID string        // what requests must name
-	progress int           // the next progress id
-	vm       *vmService    // nil in release mode
-	shutdown bool          // daemon.shutdown came: requests are no longer read
-	dtd      *dtdServer    // EnvDTD
-	exited   chan struct{} // the app called exit (ext.flutter.exit)
+	cfg         config
+	out         *out
+	stderr      io.Writer
+	dev         device
+	mode        string
+	target      string
+	flavor      string
+	dir         string
+	appID       string        // reported in app.start and in events
+	acceptID    string        // what requests must name
+	progress    int           // the next progress id
+	vm          *vmService    // nil in release mode
+	shutdown    bool          // daemon.shutdown came: requests are no longer read
+	dtd         *dtdServer    // EnvDTD
+	exited      chan struct{} // the app called exit (ext.flutter.exit)
+	detachedApp bool          // app.detach came: the tool is gone, the app runs on
 }
 
 func run(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -419,6 +424,10 @@ func (r *runner) serve(stdin io.Reader) int {
 			if r.shutdown {
 				reqs = nil
 			}
+			if r.detachedApp {
+				r.appAlone()
+				reqs = nil
+			}
 		case <-r.cfg.kill:
 			return killedExitCode
 		case <-r.exited:
@@ -440,6 +449,21 @@ func (r *runner) serve(stdin io.Reader) int {
 			emitting = nil
 		}
 	}
+}
+
+// appAlone is the app after its tool detached: the tool's stdout, DTD,
+// DDS and services are gone; the app and its VM service run on until the
+// process is killed or the app exits.
+func (r *runner) appAlone() {
+	r.out.flush()
+	r.out.mu.Lock()
+	r.out.muted = true
+	r.out.mu.Unlock()
+	if r.dtd != nil {
+		r.dtd.close()
+		r.dtd = nil
+	}
+	r.vm.detached()
 }
 
 // interrupt stops a read in progress on stdin and reports whether the
@@ -601,7 +625,7 @@ func (r *runner) handle(line []byte) (code int, exit bool) {
 	if result != nil {
 		raw, _ = json.Marshal(result)
 	}
-	if exit {
+	if exit || method == "app.detach" {
 		// app.stop and app.detach: the app's stop event, then the answer.
 		r.out.event("app.stop", appIDParams{r.appID})
 	}
@@ -665,6 +689,13 @@ func (r *runner) dispatch(method string, args map[string]any) (result any, err d
 		}
 		if err != "" {
 			return nil, err, false
+		}
+		if method == "app.detach" && r.vm != nil {
+			// The tool exits and the app runs on (serve goes on as the
+			// app alone); without a VM service there is nothing left to
+			// model, so the fake exits.
+			r.detachedApp = true
+			return true, "", false
 		}
 		return true, "", true
 	case "app.callServiceExtension":

@@ -43,6 +43,7 @@ type vmService struct {
 	sinceLoad int                          // errorsSinceReload
 	ids       int                          // the last inspector-N valueId
 	frames    int                          // frames drawn
+	toolGone  bool                         // the flutter tool detached: its services and DDS are gone, the app runs on
 	stamp     bool                         // EnvStamp: summaries end with " at=<unix ns>"
 	app       appOptions
 }
@@ -179,7 +180,20 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 	case "getVersion":
 		return map[string]any{"type": "Version", "major": 4, "minor": 16}, nil
 	case "getDartDevelopmentServiceVersion":
+		if v.gone() {
+			return nil, &rpcError{Code: -32601, Message: "Method not found"}
+		}
 		return map[string]any{"type": "Version", "major": 2, "minor": 0}, nil
+	case "reloadSources": // the VM's own, as flutter attach calls it after recompiling
+		if str("isolateId") != iso["id"] || v.reload == nil || !v.reload(false) {
+			return map[string]any{"type": "ReloadReport", "success": false}, nil
+		}
+		return map[string]any{"type": "ReloadReport", "success": true}, nil
+	case "_flutter.runInView": // a hot restart's new isolate, as flutter attach starts it
+		if v.reload == nil || !v.reload(true) {
+			return nil, &rpcError{Code: -32000, Message: "Server error"}
+		}
+		return map[string]any{"type": "Success"}, nil
 	case "getVM":
 		return map[string]any{"type": "VM", "name": "vm", "architectureBits": 64, "hostCPU": "fake", "operatingSystem": "linux",
 			"targetCPU": "x64", "version": "3.9.0 (stable)", "pid": os.Getpid(), "startTime": time.Now().UnixMilli(),
@@ -237,6 +251,9 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 		}
 		return v.app.widgetTree(v.root, str("groupName"), str("isSummaryTree") == "true")
 	case "s0.reloadSources", "s0.hotRestart":
+		if v.gone() {
+			return nil, &rpcError{Code: -32601, Message: "Method not found"}
+		}
 		if v.reload == nil || !v.reload(method == "s0.hotRestart") {
 			return nil, &rpcError{Code: -32603, Message: "Unable to reload sources"}
 		}
@@ -258,7 +275,7 @@ func (v *vmService) listen(cl *vmClient, stream string) (any, *rpcError) {
 	switch {
 	case historyStreams[stream]:
 		replay = append(replay, v.history[stream]...)
-	case stream == "Service":
+	case stream == "Service" && !v.toolGone:
 		for _, s := range []string{"reloadSources", "hotRestart"} {
 			replay = append(replay, v.eventLocked(map[string]any{"kind": "ServiceRegistered", "service": s, "method": "s0." + s, "alias": "Flutter Tools"}, 0))
 		}
@@ -334,6 +351,24 @@ func (v *vmService) post(stream string, fields map[string]any) {
 	msg := notification(stream, e)
 	for _, c := range to {
 		c.write(msg)
+	}
+}
+
+func (v *vmService) gone() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.toolGone
+}
+
+// detached is what the app's VM service sees when the flutter tool
+// detaches (the reference's §5): the services it registered go, with its
+// DDS; the VM service itself stays, at the same address.
+func (v *vmService) detached() {
+	v.mu.Lock()
+	v.toolGone = true
+	v.mu.Unlock()
+	for _, s := range []string{"reloadSources", "hotRestart"} {
+		v.post("Service", map[string]any{"kind": "ServiceUnregistered", "service": s, "method": "s0." + s, "alias": "Flutter Tools"})
 	}
 }
 
