@@ -280,4 +280,33 @@ func TestReloadThroughFlutterAttach(t *testing.T) {
 	if err := ide.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the app did not survive: %v", err)
 	}
+
+	// Attached again by its VM-service URI, reloaded through a new flutter
+	// attach: flyd's stop leaves nothing of its own running, and the app
+	// runs on.
+	if res := callTool(t, cs, "flutter_attach", map[string]any{"vm_service_uri": run.VMServiceURI}, &run); res.IsError {
+		t.Fatalf("flutter_attach by URI: %s", toolText(res))
+	}
+	if res := callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": run.RunID}, &out); res.IsError || !out.Applied {
+		t.Fatalf("the second reload = %+v: %s", out, toolText(res))
+	}
+	list = runsListOut{}
+	callTool(t, cs, "runs_list", nil, &list)
+	pid := 0
+	for _, r := range list.Runs {
+		if r.Kind == "attach" && r.Live() {
+			pid = r.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no live flutter attach: %+v", list.Runs)
+	}
+	cs.Close()
+	fl.Stop(t)
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("flutter attach (pid %d) outlived flyd", pid)
+	}
+	if err := ide.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the app did not survive flyd's stop: %v", err)
+	}
 }
