@@ -72,6 +72,17 @@ func TestLookInside(t *testing.T) {
 	}
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": id}, nil)
 
+	// An app that registers the inspector late (a slow first frame) is
+	// waited for.
+	t.Run("inspector late", func(t *testing.T) {
+		c := viaShimWith(e, fakeflutter.EnvInspectorDelayMS+"=1500")(t, "late", root, nil)
+		id := run(c, nil)
+		var tree widgetTreeOut
+		if res := callTool(t, c, "flutter_widget_tree", nil, &tree); res.IsError || tree.Widgets == 0 {
+			t.Errorf("the widget tree of an app whose inspector came late = %v %s", res.IsError, toolText(res))
+		}
+		callTool(t, c, "flutter_stop", map[string]any{"run_id": id}, nil)
+	})
 	for _, tc := range []struct {
 		name, mode, tool, want string
 		vars                   []string
@@ -80,6 +91,7 @@ func TestLookInside(t *testing.T) {
 		{"release screenshot", "release", "flutter_screenshot", "is a release build", nil},
 		{"profile", "profile", "flutter_widget_tree", "is a profile build: the widget inspector exists only in debug builds", nil},
 		{"no capture", "", "flutter_screenshot", "Could not capture image screenshot.", []string{fakeflutter.EnvNoScreenshot + "=1"}},
+		{"inspector never registered", "", "flutter_widget_tree", "has not registered the widget inspector within 5s", []string{fakeflutter.EnvInspectorDelayMS + "=600000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := viaShimWith(e, tc.vars...)(t, tc.name, root, nil)

@@ -156,6 +156,10 @@ const (
 	// its file into $DART_DATA_HOME/dtd (ideName from DASH__IDE_NAME),
 	// which it removes when the app ends.
 	EnvDTD = "FAKE_FLUTTER_DTD"
+	// EnvInspectorDelayMS makes a debug app register the widget
+	// inspector's extensions N ms after it starts (ServiceExtensionAdded
+	// on the Isolate stream), as a slow first frame does.
+	EnvInspectorDelayMS = "FAKE_FLUTTER_INSPECTOR_DELAY_MS"
 )
 
 // Exit codes, as the real tool uses them.
@@ -185,24 +189,25 @@ const (
 
 // config is the steering read from the environment.
 type config struct {
-	buildFail    bool
-	reloadFail   bool
-	reject       bool
-	kill         <-chan struct{} // in-process tests only: see mainKillable
-	widgets      int
-	noScreenshot bool
-	dtd          bool
-	ignoreTerm   bool
-	wrongAppID   bool
-	noDevices    bool
-	stamp        bool
-	grandchild   string        // "", "null" or "inherit"
-	crashAfter   int           // -1: never
-	lines        int           // -1: unbounded
-	interval     time.Duration // between log lines; 0 is a flood
-	quiet        bool          // no log lines at all
-	startup      time.Duration // added to the build phase
-	appID        string
+	buildFail      bool
+	reloadFail     bool
+	reject         bool
+	kill           <-chan struct{} // in-process tests only: see mainKillable
+	widgets        int
+	noScreenshot   bool
+	dtd            bool
+	inspectorDelay time.Duration
+	ignoreTerm     bool
+	wrongAppID     bool
+	noDevices      bool
+	stamp          bool
+	grandchild     string        // "", "null" or "inherit"
+	crashAfter     int           // -1: never
+	lines          int           // -1: unbounded
+	interval       time.Duration // between log lines; 0 is a flood
+	quiet          bool          // no log lines at all
+	startup        time.Duration // added to the build phase
+	appID          string
 
 	errorsAtStart  []string      // error kinds thrown after app.started
 	errorsOnReload []string      // error kinds thrown after each reload or restart
@@ -283,6 +288,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.widgets = count(EnvWidgets, 12)
 	c.noScreenshot = boolean(EnvNoScreenshot)
 	c.dtd = boolean(EnvDTD)
+	c.inspectorDelay = time.Duration(count(EnvInspectorDelayMS, 0)) * time.Millisecond
 	return c, errors.Join(errs...)
 }
 

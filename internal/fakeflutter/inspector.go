@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // What the app registers and answers on its VM service beyond errors:
@@ -24,17 +25,38 @@ type appOptions struct {
 	widgets      int // items in the home page's list (EnvWidgets)
 	noScreenshot bool
 	exit         func() // ext.flutter.exit: the app ends
+	// inspectorDelay is how long after the start the isolate registers
+	// the inspector's extensions (EnvInspectorDelayMS).
+	inspectorDelay time.Duration
 }
 
-// extensions are the service extensions the UI isolate registers: the
-// inspector's exist only in debug builds.
-func (a appOptions) extensions() []string {
+// inspectorExtensions are the widget inspector's extensions, which exist
+// only in debug builds.
+var inspectorExtensions = []string{"ext.flutter.reassemble", "ext.flutter.inspector.structuredErrors",
+	"ext.flutter.inspector.getRootWidgetTree", "ext.flutter.inspector.disposeGroup", "ext.flutter.inspector.screenshot"}
+
+// extensions are the service extensions the UI isolate has registered.
+func (v *vmService) extensions() []string {
 	exts := []string{"ext.flutter.debugDumpApp", "ext.flutter.debugDumpRenderTree", "ext.flutter.exit"}
-	if a.mode == "debug" {
-		exts = append(exts, "ext.flutter.reassemble", "ext.flutter.inspector.structuredErrors",
-			"ext.flutter.inspector.getRootWidgetTree", "ext.flutter.inspector.disposeGroup", "ext.flutter.inspector.screenshot")
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.app.mode == "debug" && v.inspectorReady {
+		exts = append(exts, inspectorExtensions...)
 	}
 	return exts
+}
+
+// registerInspector is the framework registering the inspector's
+// extensions: each one a ServiceExtensionAdded event on the Isolate
+// stream.
+func (v *vmService) registerInspector() {
+	v.mu.Lock()
+	v.inspectorReady = true
+	iso := v.isolate
+	v.mu.Unlock()
+	for _, name := range inspectorExtensions {
+		v.postIsolateEvent(map[string]any{"kind": "ServiceExtensionAdded", "extensionRPC": name}, iso)
+	}
 }
 
 // screenshot answers _flutter.screenshot: a 1080×2400 PNG of the app's

@@ -291,7 +291,7 @@ func (r *runner) launch() (int, bool) {
 	}
 	ws := fmt.Sprintf("ws://127.0.0.1:%d/%s/ws", port(), token())
 	if r.debugging() {
-		vm, err := startVMService(r.dir, r.reloadFromVM, appOptions{mode: r.mode, stamp: r.cfg.stamp, widgets: r.cfg.widgets, noScreenshot: r.cfg.noScreenshot,
+		vm, err := startVMService(r.dir, r.reloadFromVM, appOptions{mode: r.mode, stamp: r.cfg.stamp, widgets: r.cfg.widgets, noScreenshot: r.cfg.noScreenshot, inspectorDelay: r.cfg.inspectorDelay,
 			exit: func() {
 				select {
 				case r.exited <- struct{}{}:

@@ -36,16 +36,18 @@ type vmService struct {
 	pkg    string // its package name, for stack frames
 	reload func(full bool) bool
 
-	mu        sync.Mutex
-	clients   map[*vmClient]bool
-	history   map[string][]json.RawMessage // per history stream, oldest first
-	isolate   int                          // the UI isolate's number: a hot restart makes a new one
-	sinceLoad int                          // errorsSinceReload
-	ids       int                          // the last inspector-N valueId
-	frames    int                          // frames drawn
-	toolGone  bool                         // the flutter tool detached: its services and DDS are gone, the app runs on
-	stamp     bool                         // EnvStamp: summaries end with " at=<unix ns>"
-	app       appOptions
+	mu             sync.Mutex
+	clients        map[*vmClient]bool
+	history        map[string][]json.RawMessage // per history stream, oldest first
+	isolate        int                          // the UI isolate's number: a hot restart makes a new one
+	sinceLoad      int                          // errorsSinceReload
+	ids            int                          // the last inspector-N valueId
+	frames         int                          // frames drawn
+	toolGone       bool                         // the flutter tool detached: its services and DDS are gone, the app runs on
+	inspectorReady bool                         // the inspector's extensions are registered
+	inspectorTimer *time.Timer                  // registers them late (EnvInspectorDelayMS)
+	stamp          bool                         // EnvStamp: summaries end with " at=<unix ns>"
+	app            appOptions
 }
 
 // vmClient is one connection and the streams it listens to.
@@ -75,6 +77,11 @@ func startVMService(root string, reload func(full bool) bool, app appOptions) (*
 	v := &vmService{ln: ln, token: base64.URLEncoding.EncodeToString(b), root: root, pkg: projectName(root), reload: reload,
 		clients: map[*vmClient]bool{}, history: map[string][]json.RawMessage{}, isolate: 4419843374421743, app: app, stamp: app.stamp}
 	v.srv = &http.Server{Handler: http.HandlerFunc(v.serve), ReadHeaderTimeout: 10 * time.Second}
+	if app.inspectorDelay > 0 {
+		v.inspectorTimer = time.AfterFunc(app.inspectorDelay, v.registerInspector) // stopped by close
+	} else {
+		v.inspectorReady = true
+	}
 	go v.srv.Serve(ln) // owned by v: close shuts it down
 	return v, nil
 }
@@ -86,6 +93,9 @@ func (v *vmService) wsURI() string {
 
 // close stops the server and ends every connection.
 func (v *vmService) close() {
+	if v.inspectorTimer != nil {
+		v.inspectorTimer.Stop()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	v.mu.Lock()
@@ -203,7 +213,7 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 			return map[string]any{"type": "Sentinel", "kind": "Collected", "valueAsString": "<collected>"}, nil
 		}
 		out := map[string]any{"type": "Isolate", "runnable": true, "livePorts": 1, "pauseOnExit": false,
-			"extensionRPCs": v.app.extensions()}
+			"extensionRPCs": v.extensions()}
 		for k, val := range iso {
 			if k != "type" {
 				out[k] = val
@@ -243,7 +253,7 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 		}
 		return map[string]any{"type": "_extensionType", "method": method}, nil
 	case "ext.flutter.inspector.getRootWidgetTree", "ext.flutter.inspector.disposeGroup":
-		if str("isolateId") != iso["id"] || !slices.Contains(v.app.extensions(), method) {
+		if str("isolateId") != iso["id"] || !slices.Contains(v.extensions(), method) {
 			return nil, &rpcError{Code: -32601, Message: "Method not found"}
 		}
 		if method == "ext.flutter.inspector.disposeGroup" {
@@ -306,7 +316,7 @@ func (v *vmService) eventLocked(fields map[string]any, iso int) json.RawMessage 
 		b.Write(i)
 	}
 	fmt.Fprintf(&b, `,"timestamp":%d`, time.Now().UnixMilli())
-	for _, key := range []string{"service", "method", "alias", "bytes", "extensionData"} {
+	for _, key := range []string{"service", "method", "alias", "bytes", "extensionRPC", "extensionData"} {
 		if val, ok := fields[key]; ok {
 			e, _ := json.Marshal(val)
 			fmt.Fprintf(&b, `,%q:`, key)
@@ -415,8 +425,13 @@ func (v *vmService) reloaded(full bool) {
 }
 
 func (v *vmService) postIsolate(kind string, n int) {
+	v.postIsolateEvent(map[string]any{"kind": kind}, n)
+}
+
+// postIsolateEvent sends an event of isolate n to the Isolate stream.
+func (v *vmService) postIsolateEvent(fields map[string]any, n int) {
 	v.mu.Lock()
-	e := v.eventLocked(map[string]any{"kind": kind}, n)
+	e := v.eventLocked(fields, n)
 	var to []*vmClient
 	for c := range v.clients {
 		if c.streams["Isolate"] {
