@@ -199,7 +199,9 @@ func (e *Engine) Open(db *store.DB, marksPath string) error {
 		seq := meta.LastSeq + crashSeqJump
 		if pub, ok := published[r.ID]; ok && pub >= meta.LastSeq {
 			seq = pub + 1
-			if lost := pub - meta.LastSeq; lost > 0 {
+			if lost := pub - meta.LastSeq; lost == 1 {
+				note += "; the last line it printed was not stored in time"
+			} else if lost > 1 {
 				note += fmt.Sprintf("; the last %d lines it printed were not stored in time", lost)
 			}
 		} else {
