@@ -18,19 +18,8 @@ import (
 // app in flyd's list (what runs_list returns). Reports p50 and p99 in ms.
 func BenchmarkDiscovery(b *testing.B) {
 	const apps = 20
-	flutter, err := fakeflutter.Install(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
 	dartHome := b.TempDir()
-	s, sock, _ := runInProcess(b, Config{Flutter: flutter, DTDDir: filepath.Join(dartHome, "dtd")})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	s, hc, root, flutter := benchFlyd(b, Config{DTDDir: filepath.Join(dartHome, "dtd")})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(b.Context(), apiWS{hc, root}, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,18 +25,7 @@ var stampRE = regexp.MustCompile(` at=(\d+)`)
 // ratio-p99 = error path / log path (goal ≤ 1.5).
 func BenchmarkErrorLatency(b *testing.B) {
 	const sessions, samples = 10, 25
-	flutter, err := fakeflutter.Install(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, sock, _ := runInProcess(b, Config{Flutter: flutter})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	s, hc, root, _ := benchFlyd(b, Config{})
 	var mu sync.Mutex
 	var errLat, logLat []time.Duration
 	for b.Loop() {
@@ -158,18 +146,7 @@ func BenchmarkErrorTokens(b *testing.B) {
 // with "" n distinct ones, by stamping each) and returns the bytes of
 // flutter_errors' answer as it goes on the wire.
 func errorAnswerBytes(b *testing.B, kinds string, n int) int {
-	flutter, err := fakeflutter.Install(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, sock, _ := runInProcess(b, Config{Flutter: flutter})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	s, hc, root, _ := benchFlyd(b, Config{})
 	vars := []string{fakeflutter.EnvTickMS + "=0"}
 	if kinds != "" {
 		vars = append(vars, fakeflutter.EnvErrorsAtStart+"="+strings.TrimSuffix(strings.Repeat(kinds+",", n), ","))
@@ -189,15 +166,18 @@ func errorAnswerBytes(b *testing.B, kinds string, n int) int {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	deadline := time.Now().Add(time.Minute)
+	<-r.Started()
+	timeout := time.After(time.Minute)
 	for {
-		if r.Errors() != nil && r.Errors().Stats().Total >= n {
+		changed := r.Errors().Changed() // before the count: no error slips between
+		if r.Errors().Stats().Total >= n {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed: // the app's errors arriving
+		case <-timeout:
 			b.Fatalf("the app's %d errors did not arrive", n)
 		}
-		time.Sleep(10 * time.Millisecond) // a benchmark's poll, not a test's wait
 	}
 	res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "flutter_errors", Arguments: map[string]any{"run_id": r.ID()}})
 	if err != nil || res.IsError {

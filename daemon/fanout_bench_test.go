@@ -32,18 +32,7 @@ import (
 // so that the agents behind the sessions read it in batches.
 func BenchmarkFanoutSubscribers(b *testing.B) {
 	const sessions, lines = 100, 30
-	flutter, err := fakeflutter.Install(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, sock, _ := runInProcess(b, Config{Flutter: flutter})
-	hc := unixHTTPClient(sock)
-	defer hc.CloseIdleConnections()
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	s, hc, root, _ := benchFlyd(b, Config{})
 	var all []time.Duration
 	for b.Loop() {
 		r := startRun(b, s, root, fakeflutter.EnvTickMS+"=100", fakeflutter.EnvLines+"="+strconv.Itoa(lines),
@@ -113,6 +102,26 @@ func BenchmarkFanoutSubscribers(b *testing.B) {
 	b.ReportMetric(float64(p50(all).Microseconds()), "p50-µs")
 	b.ReportMetric(float64(p99(all).Microseconds()), "p99-µs")
 	b.ReportMetric(float64(len(all))/float64(b.N), "notifications/op")
+}
+
+// benchFlyd is an in-process flyd of cfg whose flutter is the fake, a
+// client for its socket, and a small project to serve; it returns the
+// fake's path too, for a benchmark that runs it as an IDE would.
+func benchFlyd(b *testing.B, cfg Config) (s *Server, hc *http.Client, root, flutter string) {
+	b.Helper()
+	flutter, err := fakeflutter.Install(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Flutter = flutter
+	s, sock, _ := runInProcess(b, cfg)
+	hc = unixHTTPClient(sock)
+	b.Cleanup(hc.CloseIdleConnections)
+	if root, err = filepath.EvalSymlinks(b.TempDir()); err != nil {
+		b.Fatal(err)
+	}
+	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	return s, hc, root, flutter
 }
 
 // apiWS connects an MCP client to flyd's WebSocket endpoint over the

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,16 +19,7 @@ import (
 // (at most 8 KB by default, and whole). Reports bytes, ms and ratio =
 // default text bytes / full JSON bytes.
 func BenchmarkWidgetTree(b *testing.B) {
-	flutter, err := fakeflutter.Install(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, _, _ := runInProcess(b, Config{Flutter: flutter})
-	root, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeTree(b, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
+	s, _, root, _ := benchFlyd(b, Config{})
 	r := startRun(b, s, root, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvWidgets+"=140")
 	defer r.Stop(context.Background())
 	<-r.Started()
@@ -59,6 +49,7 @@ func BenchmarkWidgetTree(b *testing.B) {
 		summary, d = fetch(true)
 		sumT += d
 		start := time.Now()
+		var err error
 		if text, err = inspect.Summarize(summary, root, inspect.TreeOptions{}); err != nil {
 			b.Fatal(err)
 		}

@@ -2,8 +2,10 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/png"
 	"strings"
@@ -101,5 +103,19 @@ func TestScale(t *testing.T) {
 	}
 	if _, err := Scale([]byte("not a png"), ShotOptions{}); err == nil {
 		t.Error("garbage was taken for a PNG")
+	}
+}
+
+// TestScaleRefusesHugeClaims: a small PNG that claims a huge image is
+// refused before it is decoded (a hostile app cannot make flyd allocate
+// gigabytes).
+func TestScaleRefusesHugeClaims(t *testing.T) {
+	b := phone(t, 16, 16)
+	// IHDR's width and height follow the signature (8), length (4), type (4).
+	binary.BigEndian.PutUint32(b[16:], 30000)
+	binary.BigEndian.PutUint32(b[20:], 30000)
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	if _, err := Scale(b, ShotOptions{}); err == nil || !strings.Contains(err.Error(), "30000×30000") {
+		t.Errorf("a PNG claiming 30000×30000 = %v, want refused", err)
 	}
 }

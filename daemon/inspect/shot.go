@@ -24,8 +24,10 @@ type Shot struct {
 	FullWidth, FullHeight int // as the app drew it
 }
 
-// maxPixels bounds the image decoded from an app: 64 megapixels.
-const maxPixels = 64 << 20
+// maxPixels bounds the image decoded from an app: 16 megapixels (64 MB
+// decoded), above a 5K display's 14.7. A small PNG can claim a huge
+// image: the bound is checked before decoding.
+const maxPixels = 16 << 20
 
 // Scale decodes a PNG and scales it down to opt.MaxWidth, and further
 // until its encoding fits opt.MaxBytes.

@@ -44,6 +44,11 @@ func (f *vmFollower) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 // one (release mode, not a flutter run) never closes it before its end.
 func (r *Run) VMReady() <-chan struct{} { return r.vm.ready }
 
+// vmMaxMessage bounds one message of an app's VM service: room for the
+// base64 PNG of a large screen's screenshot (a 1440×3200 phone's runs to
+// 3–4 MB), which the default 4 MiB would refuse by ending the connection.
+const vmMaxMessage = 24 << 20
+
 // vmReadyWait bounds how long a reload waits for the VM-service
 // connection of a run that has just started, so that its frames and
 // errors are seen live.
@@ -325,7 +330,7 @@ var vmStreams = []string{"Extension", "Isolate", "Service", "Stderr"}
 // dedupe by timestamp alone, which also drops distinct errors of one
 // millisecond).
 func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project, seen *seenSet) (connected bool, err error) {
-	c, err := vmservice.Dial(ctx, uri, vmservice.Options{})
+	c, err := vmservice.Dial(ctx, uri, vmservice.Options{MaxMessage: vmMaxMessage})
 	if err != nil {
 		return false, err
 	}

@@ -93,32 +93,19 @@ func (d *dtdServer) serve(w http.ResponseWriter, r *http.Request) {
 		d.mu.Unlock()
 		c.CloseNow()
 	}()
-	for {
-		_, data, err := c.Read(r.Context())
-		if err != nil {
-			return
-		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(data, &req) != nil {
-			continue
-		}
-		msg := map[string]any{"jsonrpc": "2.0", "id": req.ID}
-		switch req.Method {
-		case "streamListen", "streamCancel":
-			msg["result"] = map[string]any{"type": "Success"}
-		case "ConnectedApp.getVmServices":
-			d.mu.Lock()
-			msg["result"] = map[string]any{"type": "VmServicesResponse", "vmServices": d.apps}
-			d.mu.Unlock()
-		default:
-			msg["error"] = map[string]any{"code": -32601, "message": "Method not found"}
-		}
-		b, _ := json.Marshal(msg)
-		if c.Write(r.Context(), websocket.MessageText, b) != nil {
-			return
-		}
+	write := func(b []byte) { _ = c.Write(r.Context(), websocket.MessageText, b) } // a DTD that posts nothing writes from here only
+	serveRPC(r.Context(), c, write, d.call, nil)
+}
+
+// call answers one request: ConnectedApp and its stream.
+func (d *dtdServer) call(method string, _ json.RawMessage) (any, *rpcError) {
+	switch method {
+	case "streamListen", "streamCancel":
+		return map[string]any{"type": "Success"}, nil
+	case "ConnectedApp.getVmServices":
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return map[string]any{"type": "VmServicesResponse", "vmServices": d.apps}, nil
 	}
+	return nil, &rpcError{Code: -32601, Message: "Method not found"}
 }

@@ -126,8 +126,21 @@ func (v *vmService) serve(w http.ResponseWriter, r *http.Request) {
 		v.mu.Unlock()
 		c.CloseNow()
 	}()
+	serveRPC(r.Context(), c, cl.write, func(method string, params json.RawMessage) (any, *rpcError) {
+		return v.call(cl, method, params)
+	}, func() {
+		for _, m := range cl.replay { // after the answer, as DDS sends it
+			cl.write(m)
+		}
+		cl.replay = nil
+	})
+}
+
+// serveRPC answers JSON-RPC requests on c until it ends: answer gives each
+// result or error, write sends, and after runs once each answer is sent.
+func serveRPC(ctx context.Context, c *websocket.Conn, write func([]byte), answer func(method string, params json.RawMessage) (any, *rpcError), after func()) {
 	for {
-		_, data, err := c.Read(r.Context())
+		_, data, err := c.Read(ctx)
 		if err != nil {
 			return
 		}
@@ -139,7 +152,7 @@ func (v *vmService) serve(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &req) != nil {
 			continue
 		}
-		res, rerr := v.call(cl, req.Method, req.Params)
+		res, rerr := answer(req.Method, req.Params)
 		msg := map[string]any{"jsonrpc": "2.0", "id": req.ID}
 		if rerr != nil {
 			msg["error"] = rerr
@@ -147,11 +160,10 @@ func (v *vmService) serve(w http.ResponseWriter, r *http.Request) {
 			msg["result"] = res
 		}
 		b, _ := json.Marshal(msg)
-		cl.write(b)
-		for _, m := range cl.replay { // after the answer, as DDS sends it
-			cl.write(m)
+		write(b)
+		if after != nil {
+			after()
 		}
-		cl.replay = nil
 	}
 }
 
