@@ -321,7 +321,11 @@ func (v *vmState) serviceEvent(e vmservice.Event) {
 // Service for flutter_tools' reload services, Stderr for what the app
 // writes there (a flutter run already relays it in app.log, so it is not
 // logged twice).
-var vmStreams = []string{"Extension", "Isolate", "Service", "Stderr"}
+//
+// Service and Isolate come first: DDS replays on a listen, and a long
+// Extension history replayed first could use up the events a second
+// keeps before the registrations arrive.
+var vmStreams = []string{"Service", "Isolate", "Stderr", "Extension"}
 
 // watchVM follows one connection until it ends or ctx is done. DDS
 // replays the history of Extension on streamListen (and again after a
@@ -369,13 +373,23 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 			r.vmEvent(e, project, seen, fromHistory, false)
 		}
 	}
-	r.vmState.setConn(c)
-	r.vm.markReady()
-	for e := range c.Events() {
+	handle := func(e vmservice.Event) {
 		r.vmEvent(e, project, seen, fromStream, true)
 		if e.StreamID == "Isolate" && e.Kind == "IsolateRunnable" {
 			r.loadExtensions(ctx, c) // a round trip; events wait in the connection's buffer
 		}
+	}
+	// What the listens replayed (the services flutter_tools registered)
+	// came before the history's answer, so it is queued now: take it
+	// before calling the connection ready, or a reload right after an
+	// attach would find no reload service.
+	for n := len(c.Events()); n > 0; n-- {
+		handle(<-c.Events())
+	}
+	r.vmState.setConn(c)
+	r.vm.markReady()
+	for e := range c.Events() {
+		handle(e)
 	}
 	if err := c.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return true, err
