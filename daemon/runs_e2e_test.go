@@ -649,8 +649,18 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 	if res := callTool(t, cs, "flutter_run", nil, nil); !res.IsError || !strings.Contains(toolText(res), "flutter_stop") {
 		t.Errorf("third flutter_run = %s, want a limit error naming flutter_stop", toolText(res))
 	}
+	// An agent's read of a fresh run: the app's output and fly's notes,
+	// none of flutter's machine events (half of the log) unless asked.
 	var logs logsReadResult
-	res := callTool(t, cs, "logs_read", map[string]any{"uri": r1.LogURI, "grep": "app\\.started"}, &logs)
+	res := callTool(t, cs, "logs_read", map[string]any{"run_id": r1.LogURI}, &logs)
+	if text := toolText(res); res.IsError || strings.Contains(text, " event ") || !strings.Contains(text, " fly ") {
+		t.Errorf("a default logs_read of a fresh run = %q, want no event lines and fly's notes", text)
+	}
+	all := callTool(t, cs, "logs_read", map[string]any{"run_id": r1.RunID, "events": true}, nil)
+	if text := toolText(all); !strings.Contains(text, " event app.progress") || !strings.Contains(text, " event app.started") {
+		t.Errorf("logs_read with events = %q, want app.progress and app.started", text)
+	}
+	res = callTool(t, cs, "logs_read", map[string]any{"run_id": r1.LogURI, "streams": []string{"event"}, "grep": "app\\.started"}, &logs)
 	if res.IsError {
 		t.Fatalf("logs_read: %s", toolText(res))
 	}

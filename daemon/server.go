@@ -31,6 +31,7 @@ import (
 
 	"github.com/coder/websocket"
 	flypaths "github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -402,6 +403,11 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no workspace: add ?workspace=/abs/path to the URL", http.StatusBadRequest)
 		return
 	}
+	filter, err := s.toolFilter(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	ws, err := s.ws.acquire(dir)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -419,6 +425,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		ws:      ws,
 		env:     env,
 		peerPID: pr.PID,
+		tools:   filter,
 		via:     "socket",
 	}
 	conn := mcpconn.NewWebSocket(c, sess.id, s.cfg.WriteTimeout)
@@ -586,4 +593,20 @@ func (s *Server) status() Status {
 		}
 	}
 	return st
+}
+
+// toolFilter is the tool filter a session asks for in its URL: ?tools=
+// and ?disable= (flyctl mcp --tools and --disable put them there). A
+// term that names nothing flyd knows is refused, so that a typo does not
+// hide tools silently.
+func (s *Server) toolFilter(r *http.Request) (*toolfilter.Filter, error) {
+	q := r.URL.Query()
+	f, err := toolfilter.Parse(q["tools"], q["disable"])
+	if err != nil {
+		return nil, err
+	}
+	if err := s.surface.CheckFilter(f); err != nil {
+		return nil, err
+	}
+	return f, nil
 }

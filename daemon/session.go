@@ -10,6 +10,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/mcpserver"
+	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,7 +24,8 @@ type session struct {
 	ws      *workspace
 	env     map[string]string // the client's flutter-relevant environment
 	peerPID int
-	via     string // "socket", "http", "memory"
+	tools   *toolfilter.Filter // the tools the client asked for; nil for all
+	via     string             // "socket", "http", "memory"
 	since   time.Time
 	conn    mcpconn.Notifier
 
@@ -94,7 +96,15 @@ func (s *session) info() SessionInfo {
 		Since:         s.since,
 		FilesRead:     s.filesRead.Load(),
 		ToolsCalled:   s.toolsCalled.Load(),
+		Tools:         s.toolsText(),
 	}
+}
+
+func (s *session) toolsText() string {
+	if s.tools.Empty() {
+		return ""
+	}
+	return s.tools.String()
 }
 
 // sessionTransport gives any mcp.Transport's connection the session's id
@@ -171,6 +181,7 @@ func (s *session) Info() SessionInfo                 { return s.info() }
 func (s *session) Subscribed(uri string) bool        { return s.subscribed(uri) }
 func (s *session) SetSubscribed(uri string, on bool) { s.setSubscribed(uri, on) }
 func (s *session) FileRead()                         { s.filesRead.Add(1) }
+func (s *session) Tools() *toolfilter.Filter         { return s.tools }
 func (s *session) ToolCalled()                       { s.toolsCalled.Add(1) }
 
 // Stash gives text to a connection that writes large texts itself.

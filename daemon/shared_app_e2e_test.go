@@ -90,7 +90,7 @@ func TestHonestReloads(t *testing.T) {
 	id = start(rej)
 	res = callTool(t, rej, "flutter_hot_reload", map[string]any{"run_id": id}, &out)
 	if text := toolText(res); !res.IsError || !out.Rejected || !strings.Contains(text, "Reload rejected: Const class cannot become non-const") ||
-		!strings.Contains(text, "call flutter_hot_restart") {
+		!strings.Contains(text, "call flutter_hot_reload with restart: true") {
 		t.Errorf("a rejected reload = %v %+v\n%s", res.IsError, out, text)
 	}
 	callTool(t, rej, "flutter_stop", map[string]any{"run_id": id}, nil)

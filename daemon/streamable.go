@@ -185,6 +185,11 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			dir = d
 		}
 	}
+	filter, err := s.toolFilter(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	if !s.roomForHTTPSession() {
 		http.Error(w, "too many MCP sessions over HTTP; close some (DELETE /mcp with their "+headerSessionID+")", http.StatusServiceUnavailable)
 		return
@@ -199,7 +204,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pr, _ := peerFrom(r.Context())
-	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, via: "http", connected: make(chan struct{})}
+	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, tools: filter, via: "http", connected: make(chan struct{})}
 	h := &httpSession{t: &mcp.StreamableServerTransport{SessionID: sess.id}, sess: sess, last: time.Now(), conns: map[net.Conn]int{}}
 	sess.abort = h.abort
 	defer h.track(r)()

@@ -159,7 +159,18 @@ func (r *Relay) dial(ctx context.Context) (*conn, error) {
 	if r.cfg.Env != "" {
 		h.Set(wire.HeaderEnv, r.cfg.Env)
 	}
-	ws, resp, err := websocket.Dial(ctx, "ws://flyd"+wire.RouteMCP, &websocket.DialOptions{
+	u := "ws://flyd" + wire.RouteMCP
+	q := url.Values{}
+	for _, t := range r.cfg.Tools {
+		q.Add("tools", t)
+	}
+	for _, t := range r.cfg.Disable {
+		q.Add("disable", t)
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	ws, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
 		HTTPClient:   r.client,
 		HTTPHeader:   h,
 		Subprotocols: []string{wire.Subprotocol},

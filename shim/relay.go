@@ -104,6 +104,10 @@ type Config struct {
 	// wire.EncodeEnv.
 	Env string
 
+	// Tools and Disable are the session's tool filter (flyctl mcp --tools,
+	// --disable), passed to flyd as ?tools= and ?disable=.
+	Tools, Disable []string
+
 	// Start, if set, is tried first when no daemon answers: typically it
 	// asks the service manager to start an installed flyd service. It
 	// returns once the start is under way (the relay then dials until

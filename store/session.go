@@ -37,6 +37,7 @@ type Session struct {
 	Ended         time.Time `json:"ended"`
 	FilesRead     int64     `json:"files_read"`
 	ToolsCalled   int64     `json:"tools_called"`
+	Tools         string    `json:"tools,omitempty"`
 }
 
 func sessionKey(s Session) []byte {

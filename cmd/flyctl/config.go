@@ -18,6 +18,7 @@ import (
 	"net/url"
 
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -41,6 +42,10 @@ instead. CLIENT is one of:
                "claude mcp add --scope project fly -- flyctl mcp" does the same.
   cursor       Cursor: .cursor/mcp.json in the project, with ${workspaceFolder}.
   vscode       VS Code: .vscode/mcp.json in the project ("servers", "type": "stdio").
+
+--tools and --disable put a tool filter into the config (flyctl mcp's
+flags, or the URL's ?tools= and ?disable=): that editor then sees only
+those tools of the shared flyd; see flyctl mcp --help for the presets.
 
 --write adds or replaces only the "fly" server: other servers and every
 other key are kept (the file is re-indented with two spaces), the file is
@@ -69,6 +74,7 @@ Examples:
   flyctl config mcp --client claude --workspace ~/src/my_app --write
   flyctl config mcp --client claude-code --import --write
   flyctl config mcp --client vscode --http --write
+  flyctl config mcp --client cursor --tools app,files --write
 `
 
 // mcpClient is an editor that runs MCP servers from a JSON config file.
@@ -142,6 +148,8 @@ type configOptions struct {
 	write     bool
 	imp       bool
 	http      bool
+	tools     []string
+	disable   []string
 }
 
 func newConfigFlags(o *configOptions) *pflag.FlagSet {
@@ -153,6 +161,8 @@ func newConfigFlags(o *configOptions) *pflag.FlagSet {
 	fs.StringVar(&o.flyctl, "flyctl", "", "the flyctl `PATH` the editor runs (default: flyctl on the editor's PATH; for claude, this flyctl's absolute path)")
 	fs.BoolVar(&o.write, "write", false, "merge the server into the editor's config file instead of printing it")
 	fs.BoolVar(&o.http, "http", false, "configure the URL form (MCP Streamable HTTP on flyd's loopback listener, with the token from $FLY_TOKEN) instead of flyctl mcp")
+	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools for this editor: presets (app, files), categories, names or globs (see flyctl mcp --help)")
+	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out for this editor: names, categories or globs (repeatable)")
 	fs.BoolVar(&o.imp, "import", false, "move the editor's own stdio servers into flyd's upstreams.json, leaving flyctl mcp in their place (prints the plan; --write applies it, keeping a backup)")
 	return fs
 }
@@ -181,16 +191,20 @@ func runConfigMCP(_ context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
+	if _, err := toolfilter.Parse(o.tools, o.disable); err != nil {
+		return usagef("config mcp: %v", err)
+	}
 	entry, err := mc.entry(o.flyctl, dir, getenv)
 	if err != nil {
 		return err
 	}
+	entry.Args = append(slices.Clone(entry.Args), filterArgs(o.tools, o.disable)...)
 	if o.imp {
 		return runImport(mc, dir, entry, o.write, getenv, stdout, stderr)
 	}
 	var server any = entry
 	if o.http {
-		if server, err = mc.httpEntry(dir, getenv); err != nil {
+		if server, err = mc.httpEntry(dir, o.tools, o.disable, getenv); err != nil {
 			return err
 		}
 	}
@@ -223,6 +237,18 @@ func runConfigMCP(_ context.Context, args []string, getenv func(string) string, 
 	}
 	fmt.Fprintf(stderr, "flyctl: wrote the %q server to %s; %s\n", serverName, name, mc.howToUse)
 	return nil
+}
+
+// filterArgs are the flyctl mcp flags of a tool filter.
+func filterArgs(tools, disable []string) []string {
+	var args []string
+	if len(tools) > 0 {
+		args = append(args, "--tools", strings.Join(tools, ","))
+	}
+	if len(disable) > 0 {
+		args = append(args, "--disable", strings.Join(disable, ","))
+	}
+	return args
 }
 
 // configDir is --workspace (or the current directory), absolute and
@@ -293,7 +319,7 @@ func (mc mcpClient) entry(flyctl, dir string, getenv func(string) string) (serve
 // flyd's loopback address, the workspace in the query, and the token
 // from the FLY_TOKEN variable, never written into the file (project
 // files get committed).
-func (mc mcpClient) httpEntry(dir string, getenv func(string) string) (any, error) {
+func (mc mcpClient) httpEntry(dir string, tools, disable []string, getenv func(string) string) (any, error) {
 	if mc.global {
 		return nil, usagef("config mcp --http: Claude Desktop takes remote servers as connectors in its settings, not in its config file; use flyctl mcp (drop --http)")
 	}
@@ -301,7 +327,14 @@ func (mc mcpClient) httpEntry(dir string, getenv func(string) string) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	u := "http://" + addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(dir)
+	q := url.Values{"workspace": {dir}}
+	if len(tools) > 0 {
+		q.Set("tools", strings.Join(tools, ","))
+	}
+	if len(disable) > 0 {
+		q.Set("disable", strings.Join(disable, ","))
+	}
+	u := "http://" + addr + wire.RouteStreamable + "?" + q.Encode()
 	auth := "Bearer ${FLY_TOKEN}"
 	if mc.name == "cursor" || mc.name == "vscode" {
 		auth = "Bearer ${env:FLY_TOKEN}"

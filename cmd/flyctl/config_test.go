@@ -238,3 +238,25 @@ func TestConfigMCPWriteSymlink(t *testing.T) {
 		t.Errorf("the link's target =\n%s\nwant both servers", b)
 	}
 }
+
+// TestConfigMCPTools: --tools and --disable reach the editor's config,
+// as flyctl mcp flags; a malformed term is refused before anything is
+// written.
+func TestConfigMCPTools(t *testing.T) {
+	ws := t.TempDir()
+	getenv := configEnv(t.TempDir())
+	out := mustFlyctl(t, getenv, "config", "mcp", "--client", "cursor", "--workspace", ws, "--tools", "app,files", "--disable", "dart_pub*")
+	var doc struct {
+		MCPServers map[string]serverEntry `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"mcp", "--workspace", "${workspaceFolder}", "--tools", "app,files", "--disable", "dart_pub*"}
+	if got := doc.MCPServers["fly"].Args; !reflect.DeepEqual(got, want) {
+		t.Errorf("args = %q, want %q", got, want)
+	}
+	if _, errs, code := flyctl(t, getenv, "config", "mcp", "--client", "cursor", "--workspace", ws, "--tools", "a/b"); code != 2 || !strings.Contains(errs, "a/b") {
+		t.Errorf("--tools a/b: exit %d, %s", code, errs)
+	}
+}

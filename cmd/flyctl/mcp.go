@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/shim"
 )
@@ -38,6 +39,19 @@ flyd binary next to flyctl, else on PATH, or the one given with
 --flyd PATH), which keeps running after the editor exits and logs to
 flyd.log in the state directory. Shims starting together start one flyd.
 
+--tools and --disable choose the tools this client sees, of flyd's own
+and of the upstream servers alike (the same daemon serves other clients
+their own choice). A term is a preset, a category, a tool name or a glob:
+
+  presets      all (the default); app: flutter_run, flutter_hot_reload,
+               flutter_stop, flutter_errors, logs_read, runs_list;
+               files: files_find, files_grep, files_read
+  categories   run, inspect, logs, files, sdk, upstream (every upstream
+               server's tools), or an upstream's name (dart)
+
+A call to a tool left out is refused with the reason. flyd refuses a term
+that names nothing it knows.
+
 If flyd restarts mid-session (a crash, an upgrade), the shim reconnects
 and restores the session (initialize, subscriptions) without the editor
 noticing, except that requests in flight at that moment fail with an
@@ -51,6 +65,9 @@ Examples:
 
   # For a given project:
   flyctl mcp --workspace ~/src/my_app
+
+  # Only what drives a running app, and dart mcp-server's tools but pub:
+  flyctl mcp --tools app,dart --disable 'dart_pub*'
 
   # Exit when flyd goes away instead of reconnecting:
   flyctl mcp --reconnect-timeout 0
@@ -69,6 +86,8 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	flydPath := fs.String("flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
 	startTimeout := fs.Duration("start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
 	reconnectTimeout := fs.Duration("reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
+	tools := fs.StringSlice("tools", nil, "only these tools: presets (app, files, all), categories, names or globs, comma-separated (default: all)")
+	disable := fs.StringSlice("disable", nil, "leave these tools out: names, categories or globs like dart_pub* (repeatable)")
 	if err := fs.MarkHidden("flyd"); err != nil {
 		return err
 	}
@@ -87,6 +106,9 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 	if *reconnectTimeout < 0 {
 		return usagef("mcp: --reconnect-timeout must not be negative, got %v", *reconnectTimeout)
+	}
+	if _, err := toolfilter.Parse(*tools, *disable); err != nil {
+		return usagef("mcp: %v", err)
 	}
 	reconnect := *reconnectTimeout
 	if reconnect == 0 {
@@ -129,6 +151,8 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		StateDir:         p.StateDir,
 		Workspace:        root,
 		Env:              wire.EncodeEnv(environ(getenv)),
+		Tools:            *tools,
+		Disable:          *disable,
 		Start:            serviceStarter(getenv, flyd != ""),
 		Flyd:             argv,
 		StartTimeout:     *startTimeout,

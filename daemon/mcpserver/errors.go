@@ -16,9 +16,9 @@ import (
 const errorsBudget = 4 << 10
 
 type errorsParams struct {
-	RunID string `json:"run_id,omitempty" jsonschema:"the run; default: the live run of this workspace"`
-	Since uint64 `json:"since,omitempty" jsonschema:"only errors after this cursor: pass the next_since of the previous call"`
-	All   bool   `json:"all,omitempty" jsonschema:"include errors from before the last reload or restart"`
+	RunID string `json:"run_id,omitempty"`
+	Since uint64 `json:"since,omitempty"`
+	All   bool   `json:"all,omitempty" jsonschema:"from before the last reload too"`
 }
 
 type errorOut struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -215,18 +216,20 @@ type testSession struct {
 	conn mcpconn.Notifier
 	ss   atomic.Pointer[mcp.ServerSession]
 
+	filter       *toolfilter.Filter
 	files, tools atomic.Int64
 	mu           sync.Mutex
 	subs         map[string]bool
 }
 
-func (s *testSession) ID() string              { return s.id }
-func (s *testSession) Root() string            { return s.ws.root }
-func (s *testSession) Env() map[string]string  { return nil }
-func (s *testSession) MCP() *mcp.ServerSession { return s.ss.Load() }
-func (s *testSession) Workspace() Workspace    { return s.ws }
-func (s *testSession) FileRead()               { s.files.Add(1) }
-func (s *testSession) ToolCalled()             { s.tools.Add(1) }
+func (s *testSession) ID() string                { return s.id }
+func (s *testSession) Root() string              { return s.ws.root }
+func (s *testSession) Env() map[string]string    { return nil }
+func (s *testSession) MCP() *mcp.ServerSession   { return s.ss.Load() }
+func (s *testSession) Workspace() Workspace      { return s.ws }
+func (s *testSession) Tools() *toolfilter.Filter { return s.filter }
+func (s *testSession) FileRead()                 { s.files.Add(1) }
+func (s *testSession) ToolCalled()               { s.tools.Add(1) }
 func (s *testSession) Stash(text string) string {
 	return text
 }

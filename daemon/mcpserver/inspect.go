@@ -65,7 +65,7 @@ func callError(r *runs.Run, what string, err error) error {
 }
 
 type widgetTreeParams struct {
-	RunID    string `json:"run_id,omitempty" jsonschema:"default: the live run of this workspace"`
+	RunID    string `json:"run_id,omitempty"`
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"budget of the text, default 8192, at most 262144"`
 	MaxDepth int    `json:"max_depth,omitempty" jsonschema:"levels shown, default 40"`
 }
@@ -114,7 +114,7 @@ func (t tools) widgetTree(ctx context.Context, req *mcp.CallToolRequest, p widge
 }
 
 type screenshotParams struct {
-	RunID    string `json:"run_id,omitempty" jsonschema:"default: the live run of this workspace"`
+	RunID    string `json:"run_id,omitempty"`
 	MaxWidth int    `json:"max_width,omitempty" jsonschema:"pixels, default 540"`
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"of the PNG, default 262144, at most 4194304"`
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +51,13 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	}
 	var q runs.Query
 	var rng byteRange
+	sel, err := logSelect(splitList(qv["stream"]), qv.Get("events") == "1" || qv.Get("events") == "true")
+	if err != nil {
+		return nil, err
+	}
+	q.Streams = sel.Streams
+	delete(qv, "stream")
+	delete(qv, "events")
 	for k, vs := range qv {
 		n, perr := strconv.ParseInt(vs[0], 10, 64)
 		if len(vs) != 1 || perr != nil || n < 0 {
@@ -64,7 +73,7 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		case "length":
 			rng.length, rng.hasLength = n, true
 		default:
-			return nil, invalidParams("unknown query parameter %q; a log URI takes since, tail, start and length", k)
+			return nil, invalidParams("unknown query parameter %q; a log URI takes since, tail, start, length, stream and events", k)
 		}
 	}
 	r, err := s.runs.Get(id)
@@ -207,4 +216,45 @@ func (s *Server) followLog(r *runs.Run) {
 		}
 		time.Sleep(logUpdateEvery)
 	}
+}
+
+// agentStreams are what a log read shows an agent by default: the app's
+// output, its errors and fly's notes, without flutter's machine-protocol
+// events (app.progress, app.debugPort …), half of a fresh run's log.
+var agentStreams = []logring.Stream{logring.Stdout, logring.Stderr, logring.Error, logring.Fly}
+
+// logSelect is the selection of a log read: the named streams, else all
+// of them with events, else agentStreams.
+func logSelect(streams []string, events bool) (runs.Select, error) {
+	if len(streams) == 0 {
+		if events {
+			return runs.Select{}, nil
+		}
+		return runs.Select{Streams: agentStreams}, nil
+	}
+	var sel runs.Select
+	for _, s := range streams {
+		st := logring.Stream(s)
+		if !slices.Contains(logStreams, st) {
+			return runs.Select{}, invalidParams("stream %q is not one of stdout, stderr, error, event, fly", s)
+		}
+		sel.Streams = append(sel.Streams, st)
+	}
+	return sel, nil
+}
+
+// logStreams are every stream a run's log has.
+var logStreams = []logring.Stream{logring.Stdout, logring.Stderr, logring.Error, logring.Event, logring.Fly}
+
+// splitList splits comma-separated query values.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }

@@ -258,7 +258,7 @@ func (f projectFacts) context() string {
 		"- flyd serves the workspace read-only: create and edit files with your own editing tools.\n" +
 		"- Do not add a dependency the project lacks without saying so; if one is needed, add it to pubspec.yaml and run `flutter pub get`.\n")
 	if len(f.liveRuns) > 0 {
-		fmt.Fprintf(&b, "- The app is running (run %s): after editing Dart code call flutter_hot_reload with that run_id, and flutter_hot_restart when you changed main(), initState or global state. "+
+		fmt.Fprintf(&b, "- The app is running (run %s): after editing Dart code call flutter_hot_reload with that run_id, and with restart: true when you changed main(), initState or global state. "+
 			"Then read its log (%s?tail=50, or logs_read) to check for new errors.\n", strings.Join(f.liveRuns, ", "), runs.LogURI(store.KindRun, f.liveRuns[0]))
 	} else {
 		b.WriteString("- To check your work in the app, start it with flutter_run, then use flutter_hot_reload after each edit and read the run's log (logs_read) for errors.\n")
@@ -632,7 +632,7 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 		"3. Fix the cause in the code (not the symptom: no blanket try/catch, no ignored errors). If it is an environment problem (SDK, device, signing, dependencies), say what the user must do instead.\n")
 	switch {
 	case r.Live() && rec.Kind == store.KindRun:
-		fmt.Fprintf(&b, "4. The app is still running: after the fix call flutter_hot_reload with run_id %s (flutter_hot_restart if you changed main(), initState or global state), "+
+		fmt.Fprintf(&b, "4. The app is still running: after the fix call flutter_hot_reload with run_id %s (restart: true if you changed main(), initState or global state), "+
 			"then read %s?since=%d for the lines after this log and check the error is gone.\n", rec.ID, uri, page.Last)
 	case rec.Kind == store.KindRun:
 		b.WriteString("4. The run has ended: after the fix start the app again with flutter_run and read the new run's log to check the error is gone.\n")

@@ -21,13 +21,18 @@ import (
 // agents do not read resource notifications, so news rides on results.
 
 type runIDParams struct {
-	RunID string `json:"run_id,omitempty" jsonschema:"the run id from flutter_run or runs_list; default: the live run of this workspace"`
-	Force bool   `json:"force,omitempty" jsonschema:"act even though another session claimed the run (recorded)"`
+	RunID string `json:"run_id,omitempty"`
+	Force bool   `json:"force,omitempty"`
+}
+
+type reloadParams struct {
+	runIDParams
+	Restart bool `json:"restart,omitempty"`
 }
 
 type stopParams struct {
 	runIDParams
-	StopApp bool `json:"stop_app,omitempty" jsonschema:"for an attached app (kind app): end the app itself, not only fly's attachment"`
+	StopApp bool `json:"stop_app,omitempty"`
 }
 
 // actor is the session as runs record it, under its handle.
@@ -121,8 +126,8 @@ type restartResult struct {
 	Others     []string   `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
 }
 
-func (t tools) hotReload(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
-	return t.restart(ctx, req, p, false)
+func (t tools) reload(ctx context.Context, req *mcp.CallToolRequest, p reloadParams) (*mcp.CallToolResult, restartResult, error) {
+	return t.restart(ctx, req, p.runIDParams, p.Restart)
 }
 
 func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
@@ -178,7 +183,7 @@ func outcomeText(o runs.Outcome) (string, bool) {
 	var b strings.Builder
 	switch {
 	case o.Rejected:
-		fmt.Fprintf(&b, "%s rejected: %s\nThe change cannot be hot-reloaded: call flutter_hot_restart (the app's state is lost).\n", w, o.Message)
+		fmt.Fprintf(&b, "%s rejected: %s\nThe change cannot be hot-reloaded: call flutter_hot_reload with restart: true (the app's state is lost).\n", w, o.Message)
 	case !o.Applied():
 		fmt.Fprintf(&b, "%s failed (code %d): %s\n", w, o.Code, o.Message)
 	default:
@@ -248,11 +253,10 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams)
 }
 
 type claimParams struct {
-	RunID   string `json:"run_id,omitempty" jsonschema:"default: the live run of this workspace"`
-	Note    string `json:"note,omitempty" jsonschema:"what you are doing, shown to the others (200 characters)"`
-	Minutes int    `json:"minutes,omitempty" jsonschema:"how long, default 15, at most 120; claim again to renew"`
-	Release bool   `json:"release,omitempty" jsonschema:"end your claim instead"`
-	Force   bool   `json:"force,omitempty" jsonschema:"take over or end another session's claim (recorded)"`
+	runIDParams
+	Note    string `json:"note,omitempty"`
+	Minutes int    `json:"minutes,omitempty" jsonschema:"default 15"`
+	Release bool   `json:"release,omitempty"`
 }
 
 type claimResult struct {
@@ -295,8 +299,8 @@ func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParam
 }
 
 type attachParams struct {
-	AppID        string `json:"app_id,omitempty" jsonschema:"an app from runs_list's apps (started by an IDE or a terminal)"`
-	VMServiceURI string `json:"vm_service_uri,omitempty" jsonschema:"or the VM-service URI of a running app on this machine (ws://127.0.0.1:…/…=/ws)"`
+	AppID        string `json:"app_id,omitempty"`
+	VMServiceURI string `json:"vm_service_uri,omitempty"`
 }
 
 // attach makes an app fly did not start a run: its errors, reloads and

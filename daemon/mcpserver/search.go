@@ -10,9 +10,9 @@ import (
 )
 
 type findParams struct {
-	Glob   string `json:"glob" jsonschema:"a glob relative to the workspace root: ** any directories, * and ? within a name, {a,b} alternatives, [a-z] classes; a glob without / matches at any depth (*.dart is **/*.dart)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many URIs (default 200, at most 5000)"`
-	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+	Glob   string `json:"glob" jsonschema:"** any dirs, {a,b}, [a-z]"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default 200"`
+	Cursor string `json:"cursor,omitempty"`
 }
 
 type findResult struct {
@@ -61,13 +61,13 @@ func (t tools) filesFind(ctx context.Context, req *mcp.CallToolRequest, p findPa
 }
 
 type grepParams struct {
-	Pattern         string `json:"pattern" jsonschema:"an RE2 regular expression, matched line by line (or a fixed string with literal: true)"`
-	Literal         bool   `json:"literal,omitempty" jsonschema:"treat pattern as a fixed string"`
-	Glob            string `json:"glob,omitempty" jsonschema:"search only the files that match this glob (see files_find)"`
+	Pattern         string `json:"pattern"`
+	Literal         bool   `json:"literal,omitempty"`
+	Glob            string `json:"glob,omitempty" jsonschema:"files to search"`
 	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
-	Context         int    `json:"context,omitempty" jsonschema:"lines of context before and after each match (0-5)"`
-	Limit           int    `json:"limit,omitempty" jsonschema:"at most this many matches (default 100, at most 1000)"`
-	Cursor          string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+	Context         int    `json:"context,omitempty" jsonschema:"lines around, 0-5"`
+	Limit           int    `json:"limit,omitempty" jsonschema:"default 100"`
+	Cursor          string `json:"cursor,omitempty"`
 }
 
 type grepFileOut struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
+	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,8 +65,9 @@ type Session interface {
 	Info() wire.Session
 	Subscribed(uri string) bool
 	SetSubscribed(uri string, on bool)
-	FileRead()   // counts a file read
-	ToolCalled() // counts a tool call
+	Tools() *toolfilter.Filter // the tools the client asked for; nil for all
+	FileRead()                 // counts a file read
+	ToolCalled()               // counts a tool call
 	// Stash gives a large text of a result to the connection, which
 	// writes it without the SDK encoding it; the result holds what it
 	// returns instead (the text itself where the connection cannot).
@@ -91,6 +93,7 @@ type Server struct {
 	sessions Sessions
 	up       *upstream.Manager // set once by UseUpstreams, before serving
 	own      map[string]bool   // names of flyd's own tools and prompts: upstreams never shadow them
+	tools    map[string]ownTool
 
 	toolsMu  sync.Mutex
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
@@ -105,7 +108,7 @@ type Server struct {
 // New builds the MCP surface for cfg: every tool, prompt, resource and
 // template, registered once. It does no I/O.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Log, runs: cfg.Runs, sessions: cfg.Sessions, own: make(map[string]bool),
+	s := &Server{cfg: cfg, log: cfg.Log, runs: cfg.Runs, sessions: cfg.Sessions, own: make(map[string]bool), tools: make(map[string]ownTool),
 		notifying: make(map[string]bool), listed: make(map[string]bool), seen: make(map[string]map[string]uint64)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "flyd", Title: "fly", Version: wire.Version}, &mcp.ServerOptions{
 		Instructions:              instructions,
@@ -133,7 +136,7 @@ func New(cfg Config) *Server {
 	for kind, what := range map[string]string{"run": "a flutter run", "build": "a flutter build", "upstream": "a shared upstream MCP server (its stderr)"} {
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{
 			Name: "log-" + kind, Title: "Log of a " + kind, MIMEType: "text/plain", URITemplate: "logs://" + kind + "/{id}",
-			Description: "The log of " + what + ": one line per entry (seq, time, stream, text). Add ?since=SEQ, ?tail=N or ?start=&length=; _meta gives first_seq, last_seq and total.",
+			Description: "The log of " + what + ": one line per entry (seq time stream text): the app's output, errors and fly's notes. Add ?since=SEQ, ?tail=N, ?start=&length=, ?events=1 for flutter's machine events or ?stream=stdout,stderr,error,event,fly; _meta gives first_seq, last_seq and total.",
 		}, s.readLog)
 	}
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
@@ -180,12 +183,11 @@ const (
 	logErr     = "error"
 )
 
-const instructions = `flyd is shared by every client on this machine: files, running apps and their logs are the same for all of them.
-Files: workspace:///<path> resources (resources/list is paged; append ?start=N&length=M to read part of a large file); subscribe to be told of changes. fly://project/overview summarises the Flutter project.
-Search: files_find {glob} lists matching files, files_grep {pattern} searches their contents; both answer from a warm index in milliseconds.
-Apps: flutter_run starts the app and returns run_id and log_uri; after editing code call flutter_hot_reload (or flutter_hot_restart) with that run_id; flutter_stop ends it. runs_list shows runs other clients started.
-Logs: logs_read {run_id} returns the newest lines within about 16 KB (page back with before, follow with since=next_since); logs://run/{id} is the same log as a resource, and subscribing to it tells you when it grows.
-Builds: flutter_build waits for the build and returns the artifact path or the failing lines.`
+const instructions = `flyd is shared by every client on this machine: files, running apps, their logs and errors are the same for all.
+Apps: flutter_run starts the app (or attaches to one an IDE started) and returns run_id; after editing Dart code call flutter_hot_reload, which says whether the edit applied and what new errors the app hit; flutter_errors lists errors, flutter_inspect shows widgets or a screenshot, flutter_stop ends the run. A run_id left out means the newest live run. Results start with "Meanwhile:" when other agents acted on the run.
+Logs: logs_read returns the newest lines (about 16 KB); page back with before, follow with since=next_since.
+Files: files_find {glob}, files_grep {pattern}, files_read {path} answer from a warm index; workspace:///<path> resources too.
+Project: fly://project/overview and fly://project/modules (markdown), fly://module/{name} for one module.`
 
 // ProtocolVersions are the MCP versions flyd negotiates: the session-ful
 // ones. The shim replays a client's initialize after a daemon restart, and
@@ -285,6 +287,11 @@ func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 						return nil, err
 					}
 				}
+			}
+		}
+		if method == "tools/call" {
+			if res := s.refuseFiltered(req.(*mcp.CallToolRequest)); res != nil {
+				return res, nil
 			}
 		}
 		if res, ok, err := s.proxyUpstream(ctx, method, req, next); ok {

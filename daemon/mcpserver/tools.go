@@ -26,76 +26,6 @@ import (
 // registers them all.
 type tools struct{ s *Server }
 
-func ptr[T any](v T) *T { return &v }
-
-// addTools registers every tool on srv.
-func (s *Server) addTools(srv *mcp.Server) {
-	t := tools{s}
-	runsTool := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_run", Title: "Run the app",
-		Description: "Start `flutter run --machine` in this workspace and wait until the app has started (progress is reported while it builds). " +
-			"The run belongs to flyd, not to this call: every client sees it, can hot-reload or stop it, and read its log at log_uri.",
-		Annotations: runsTool}, t.flutterRun)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_hot_reload", Title: "Hot reload",
-		Description: "Hot-reload a running app after editing code, and learn whether the change applied: an error result if it failed to compile or was rejected " +
-			"(then hot-restart), else the app's new errors until its next frame, or \"no new errors\".",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotReload)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_hot_restart", Title: "Hot restart",
-		Description: "Hot-restart a running app (its state is lost), with the same honest outcome as flutter_hot_reload.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.hotRestart)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_stop", Title: "Stop a run",
-		Description: "Stop a run or build: app.stop, then SIGTERM to its process group, then SIGKILL. Waits until every process of the group is gone.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.stop)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_attach", Title: "Attach to an app",
-		Description: "Make an app fly did not start (an IDE's or a terminal's: see runs_list's apps, or give its VM-service URI) a run: " +
-			"its errors, hot reloads and the record of who did what then work as for flutter_run's.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.attach)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_claim", Title: "Claim a run",
-		Description: "Hold a run for a while so other agents' reloads, restarts and stops are refused with your note (unless they force it); release: true ends it. " +
-			"A claim also ends with your session.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}}, t.claim)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_build", Title: "Build the app",
-		Description: "Run `flutter build <platform>` and wait for it, reporting progress. Returns the exit code, the artifact path, the log URI and, on failure, the tail of the log. " +
-			"Cancelling the call kills the build.",
-		Annotations: runsTool}, t.build)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_devices", Title: "List devices",
-		Description: "List the devices flutter can run on (`flutter devices --machine`).", Annotations: readOnly}, t.devices)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_doctor", Title: "Flutter doctor",
-		Description: "Run `flutter doctor` and return its report.", Annotations: readOnly}, t.doctor)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_create", Title: "Create a project",
-		Description: "Run `flutter create` in a directory of this workspace. It writes files, so it requires confirm: true.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, t.create)
-	addTool(s.own, srv, &mcp.Tool{Name: "files_find", Title: "Find files",
-		Description: "List the workspace's files whose path matches a glob (**/*.dart, lib/**/{model,view}*.dart), in path order, from flyd's warm index: " +
-			"only served files (no build output, secrets or outside links). Paged with a cursor; total says how many match.",
-		Annotations: readOnly}, t.filesFind)
-	addTool(s.own, srv, &mcp.Tool{Name: "files_grep", Title: "Search file contents",
-		Description: "Search the contents of the workspace's served files for an RE2 regular expression (or a fixed string with literal: true), line by line, " +
-			"optionally only in files matching a glob, with context lines. Matches are grouped by file in path order, about 16 KB per page; " +
-			"pass next_cursor to continue. Binary and oversized files are skipped and counted.",
-		Annotations: readOnly}, t.filesGrep)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_errors", Title: "App errors",
-		Description: "The framework errors of a running app (layout overflows, build and gesture exceptions), which its log does not show in full: " +
-			"one line each, deduplicated with a count, located at the error-causing widget (lib/x.dart:LINE:COL), newest first, about 4 KB. " +
-			"By default those since the last reload; pass next_since as since to see only new ones.",
-		Annotations: readOnly}, t.flutterErrors)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_widget_tree", Title: "Widget tree",
-		Description: "The widgets a running app's project created, indented by nesting, each with where it was created (lib/x.dart:LINE), about 8 KB. " +
-			"Use it to find which code builds what is on screen. Debug builds only.",
-		Annotations: readOnly}, t.widgetTree)
-	addTool(s.own, srv, &mcp.Tool{Name: "flutter_screenshot", Title: "Screenshot",
-		Description: "What a running app's screen shows, as a PNG image scaled down to 540 pixels wide and 256 KB (max_width, max_bytes for more).",
-		Annotations: readOnly}, t.screenshot)
-	addTool(s.own, srv, &mcp.Tool{Name: "runs_list", Title: "List runs",
-		Description: "List the runs and builds of this workspace (or of every workspace with all: true), newest first, live or finished.",
-		Annotations: readOnly}, t.runsList)
-	addTool(s.own, srv, &mcp.Tool{Name: "logs_read", Title: "Read a run's log",
-		Description: "Read the log of a run or build by run_id or log URI: entries after since (a seq), or the last tail entries, optionally filtered by a grep regular expression. " +
-			"For clients without resource support; logs://run/{id} is the same log as a resource.",
-		Annotations: readOnly}, t.logsRead)
-}
-
 // call resolves the session of a tool call.
 func (t tools) call(req *mcp.CallToolRequest) (*client, error) {
 	return t.s.sessionOf(req.Session)
@@ -118,10 +48,10 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 
 // Run modes and defines shared by flutter_run and flutter_build.
 type buildOptions struct {
-	Mode        string   `json:"mode,omitempty" jsonschema:"debug, profile or release (default debug for runs, release for builds)"`
-	Target      string   `json:"target,omitempty" jsonschema:"the Dart entry point relative to the workspace, default lib/main.dart"`
-	Flavor      string   `json:"flavor,omitempty" jsonschema:"the build flavor"`
-	DartDefines []string `json:"dart_defines,omitempty" jsonschema:"defines passed as --dart-define, each written KEY=VALUE"`
+	Mode        string   `json:"mode,omitempty" jsonschema:"debug, profile or release"`
+	Target      string   `json:"target,omitempty"`
+	Flavor      string   `json:"flavor,omitempty"`
+	DartDefines []string `json:"dart_defines,omitempty" jsonschema:"as KEY=VALUE"`
 }
 
 // args turns the options into flutter flags, validating them; a path
@@ -190,8 +120,9 @@ func checkRunArgs(root *os.Root, args []string) error {
 
 type runParams struct {
 	buildOptions
-	Device string   `json:"device,omitempty" jsonschema:"the device id (see flutter_devices); default: flutter's choice"`
-	Args   []string `json:"args,omitempty" jsonschema:"extra flutter run flags, from an allowlist (e.g. --web-port=8080)"`
+	Device string   `json:"device,omitempty" jsonschema:"see flutter_sdk devices"`
+	Args   []string `json:"args,omitempty" jsonschema:"allowlisted flags: --web-port=8080"`
+	Attach string   `json:"attach,omitempty" jsonschema:"an app id (runs_list) or VM-service URI"`
 }
 
 type runResult struct {
@@ -205,6 +136,16 @@ type runResult struct {
 }
 
 func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runParams) (*mcp.CallToolResult, runResult, error) {
+	if p.Attach != "" {
+		if p.Device != "" || len(p.Args) > 0 || p.Mode != "" || p.Target != "" || p.Flavor != "" || len(p.DartDefines) > 0 {
+			return nil, runResult{}, errors.New("attach takes no other field: the app runs already, as it was started")
+		}
+		a := attachParams{AppID: p.Attach}
+		if strings.Contains(p.Attach, "://") {
+			a = attachParams{VMServiceURI: p.Attach}
+		}
+		return t.attach(ctx, req, a)
+	}
 	sess, err := t.call(req)
 	if err != nil {
 		return nil, runResult{}, err
@@ -270,7 +211,7 @@ var buildPlatforms = map[string]string{
 
 type buildParams struct {
 	buildOptions
-	Platform string `json:"platform" jsonschema:"apk, appbundle, web, ios, ipa, macos, linux or windows (android means apk)"`
+	Platform string `json:"platform" jsonschema:"apk, appbundle, web, ios, ipa, macos, linux or windows"`
 }
 
 type buildResult struct {
@@ -422,10 +363,10 @@ func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams)
 }
 
 type createParams struct {
-	Directory   string `json:"directory" jsonschema:"where to create the project, relative to the workspace root ('.' for the root itself)"`
-	ProjectName string `json:"project_name,omitempty" jsonschema:"the package name (snake_case); default: the directory name"`
-	Org         string `json:"org,omitempty" jsonschema:"the organization, in reverse domain notation (com.example)"`
-	Confirm     bool   `json:"confirm,omitempty" jsonschema:"must be true: flutter create writes files"`
+	Directory   string `json:"directory,omitempty"`
+	ProjectName string `json:"project_name,omitempty"`
+	Org         string `json:"org,omitempty"`
+	Confirm     bool   `json:"confirm,omitempty"`
 }
 
 type createResult struct {
@@ -438,7 +379,7 @@ var identRE = regexp.MustCompile(`^[A-Za-z0-9_.]+$`)
 
 func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createParams) (*mcp.CallToolResult, createResult, error) {
 	if !p.Confirm {
-		return nil, createResult{}, errors.New("flutter_create writes files into the workspace: call it again with confirm: true")
+		return nil, createResult{}, errors.New("create writes files into the workspace: call it again with confirm: true")
 	}
 	sess, err := t.call(req)
 	if err != nil {
@@ -446,7 +387,7 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 	}
 	dir := path.Clean(p.Directory)
 	if err := checkWritableDir(sess.ws.Index().Root(), dir); err != nil {
-		return nil, createResult{}, fmt.Errorf("flutter_create directory %q refused: %w", p.Directory, err)
+		return nil, createResult{}, fmt.Errorf("create: directory %q refused: %w", p.Directory, err)
 	}
 	args := []string{"create"}
 	for flag, v := range map[string]string{"--project-name": p.ProjectName, "--org": p.Org} {
@@ -475,7 +416,7 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 }
 
 type runsListParams struct {
-	All bool `json:"all,omitempty" jsonschema:"list the runs of every workspace, not only this one"`
+	All bool `json:"all,omitempty" jsonschema:"every workspace's"`
 }
 
 type runsListResult struct {
@@ -512,13 +453,14 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 }
 
 type logsReadParams struct {
-	RunID    string  `json:"run_id,omitempty" jsonschema:"the run id; or give uri"`
-	URI      string  `json:"uri,omitempty" jsonschema:"a logs://run/{id} or logs://build/{id} URI"`
-	Since    *uint64 `json:"since,omitempty" jsonschema:"entries after this seq, oldest first: pass the next_since of the previous call to read what came since"`
-	Before   uint64  `json:"before,omitempty" jsonschema:"entries before this seq: pass the from_seq of the previous call to page back to older entries"`
-	Tail     int     `json:"tail,omitempty" jsonschema:"at most the last N entries"`
-	Grep     string  `json:"grep,omitempty" jsonschema:"keep only entries whose text matches this regular expression (RE2)"`
-	MaxBytes int     `json:"max_bytes,omitempty" jsonschema:"budget of returned text in bytes (default 16384, at most 262144)"`
+	RunID    string   `json:"run_id,omitempty" jsonschema:"or a logs:// URI"`
+	Since    *uint64  `json:"since,omitempty"`
+	Before   uint64   `json:"before,omitempty"`
+	Tail     int      `json:"tail,omitempty" jsonschema:"last N entries"`
+	Grep     string   `json:"grep,omitempty" jsonschema:"RE2"`
+	Events   bool     `json:"events,omitempty"`
+	Streams  []string `json:"streams,omitempty" jsonschema:"stdout, stderr, error, event, fly"`
+	MaxBytes int      `json:"max_bytes,omitempty"`
 }
 
 type logsReadResult struct {
@@ -546,16 +488,17 @@ const (
 // newest entries; with since, the oldest after it. The structured result
 // says where the page lies and how to page on.
 func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsReadParams) (*mcp.CallToolResult, logsReadResult, error) {
+	sel, err := logSelect(p.Streams, p.Events)
+	if err != nil {
+		return nil, logsReadResult{}, err
+	}
 	id := p.RunID
-	if p.URI != "" {
-		_, uid, _, err := parseLogURI(p.URI)
+	if strings.Contains(id, "://") {
+		_, uid, _, err := parseLogURI(id)
 		if err != nil {
 			return nil, logsReadResult{}, err
 		}
 		id = uid
-	}
-	if id == "" {
-		return nil, logsReadResult{}, errors.New("give run_id or uri")
 	}
 	budget := p.MaxBytes
 	switch {
@@ -564,29 +507,31 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 	case budget > maxTextBudget:
 		return nil, logsReadResult{}, fmt.Errorf("max_bytes %d is over %d", budget, maxTextBudget)
 	}
-	var grep *regexp.Regexp
 	if p.Grep != "" {
 		re, err := regexp.Compile(p.Grep)
 		if err != nil {
 			return nil, logsReadResult{}, fmt.Errorf("grep %q: %w", p.Grep, err)
 		}
-		grep = re
+		sel.Grep = re
 	}
-	r, err := t.s.runs.Get(id)
+	sess, err := t.call(req)
 	if err != nil {
 		return nil, logsReadResult{}, err
 	}
+	r, err := t.runFor(sess, id)
+	if err != nil {
+		return nil, logsReadResult{}, err
+	}
+	id = r.ID()
 	var pg runs.TextPage
 	if p.Since != nil {
-		pg = r.ForwardPage(ctx, *p.Since, grep, budget, p.Tail)
+		pg = r.ForwardPage(ctx, *p.Since, sel, budget, p.Tail)
 	} else {
-		pg = r.BackwardPage(ctx, p.Before, grep, budget, p.Tail)
+		pg = r.BackwardPage(ctx, p.Before, sel, budget, p.Tail)
 	}
 	res := logsReadResult{RunID: id, State: string(r.Record().State), FirstSeq: pg.First, LastSeq: pg.Last,
 		Entries: len(pg.Lines), NextSince: pg.Next, Truncated: pg.Truncated}
-	if sess, err := t.call(req); err == nil {
-		res.Others = t.s.news(sess, r)
-	}
+	res.Others = t.s.news(sess, r)
 	if len(pg.Lines) > 0 {
 		res.FromSeq, res.ToSeq = pg.From, pg.To
 	}

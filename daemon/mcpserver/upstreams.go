@@ -2,19 +2,10 @@ package mcpserver
 
 import (
 	"context"
-	"slices"
 	"strings"
 
-	"github.com/fly-dev/fly/daemon/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// addTool registers a tool of flyd's own and remembers its name, so that
-// no upstream tool can shadow it.
-func addTool[In, Out any](own map[string]bool, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
-	own[t.Name] = true
-	mcp.AddTool(srv, t, h)
-}
 
 // addPrompt registers a prompt of flyd's own.
 func (s *Server) addPrompt(srv *mcp.Server, p *mcp.Prompt, h mcp.PromptHandler) {
@@ -98,38 +89,4 @@ func (s *Server) listUpstreamResources(ctx context.Context, sess *client, cursor
 		rs = []*mcp.Resource{}
 	}
 	return &mcp.ListResourcesResult{Resources: rs, NextCursor: next}, nil
-}
-
-// listTools answers tools/list: flyd's own tools, encoded once (the
-// go-sdk encodes a JSON schema by reflection, about 3 ms for flyd's
-// dozen tools, on every call), then the upstreams' tools.
-func (s *Server) listTools(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	if p, ok := req.GetParams().(*mcp.ListToolsParams); ok && p != nil && p.Cursor != "" {
-		return next(ctx, method, req)
-	}
-	s.toolsMu.Lock()
-	own := s.ownTools
-	s.toolsMu.Unlock()
-	if own == nil {
-		res, err := next(ctx, method, req)
-		l, ok := res.(*mcp.ListToolsResult)
-		if err != nil || !ok || l.NextCursor != "" {
-			return res, err
-		}
-		for _, t := range l.Tools {
-			c := *t
-			c.InputSchema, c.OutputSchema = upstream.RawSchema(t.InputSchema), upstream.RawSchema(t.OutputSchema)
-			own = append(own, &c)
-		}
-		s.toolsMu.Lock()
-		s.ownTools = own
-		s.toolsMu.Unlock()
-	}
-	tools := slices.Clone(own)
-	if s.up != nil {
-		if sess, err := s.sessionOf(req.GetSession().(*mcp.ServerSession)); err == nil {
-			tools = append(tools, s.up.Tools(ctx, sess.Session)...)
-		}
-	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
 }

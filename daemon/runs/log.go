@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/fly-dev/fly/logring"
@@ -25,7 +26,9 @@ type Query struct {
 	Since uint64         // entries after this seq
 	Tail  int            // or only the last Tail entries (after Since)
 	Grep  *regexp.Regexp // keep matching entries
-	Limit int            // at most this many (default DefaultLimit)
+	// Streams keeps the entries of these streams (all when empty).
+	Streams []logring.Stream
+	Limit   int // at most this many (default DefaultLimit)
 }
 
 // Page is the answer to a Query.
@@ -83,14 +86,8 @@ func (r *Run) Entries(q Query) Page {
 		ring, _ := r.ring.Since(since, limit-len(out))
 		out = append(out, ring...)
 	}
-	if q.Grep != nil {
-		kept := out[:0]
-		for _, e := range out {
-			if e.Gap != nil || q.Grep.MatchString(e.Text) {
-				kept = append(kept, e)
-			}
-		}
-		out = kept
+	if sel := (Select{Grep: q.Grep, Streams: q.Streams}); sel.Grep != nil || len(sel.Streams) > 0 {
+		out = slices.DeleteFunc(out, func(e logring.Entry) bool { return !sel.Keep(e) })
 	}
 	page.Next = since
 	if len(out) > 0 {
@@ -150,17 +147,32 @@ func (r *Run) scan(ctx context.Context, since uint64, fn func(logring.Entry) boo
 	return first, last, seen
 }
 
-func matches(grep *regexp.Regexp, e logring.Entry) bool {
-	return grep == nil || e.Gap != nil || grep.MatchString(e.Text)
+// Select picks the entries of a page: those of its streams (all when
+// none are named) whose text matches Grep (all when nil). Gap entries are
+// always kept: a page says what it cannot show.
+type Select struct {
+	Grep    *regexp.Regexp
+	Streams []logring.Stream
+}
+
+// Keep reports whether e is selected.
+func (s Select) Keep(e logring.Entry) bool {
+	if e.Gap != nil {
+		return true
+	}
+	if len(s.Streams) > 0 && !slices.Contains(s.Streams, e.Stream) {
+		return false
+	}
+	return s.Grep == nil || s.Grep.MatchString(e.Text)
 }
 
 // ForwardPage returns the entries after since, oldest first, as many as
 // fit in budget (and at most max when max > 0).
-func (r *Run) ForwardPage(ctx context.Context, since uint64, grep *regexp.Regexp, budget, max int) TextPage {
+func (r *Run) ForwardPage(ctx context.Context, since uint64, sel Select, budget, max int) TextPage {
 	var pg TextPage
 	used := 0
 	pg.First, pg.Last, pg.Next = r.scan(ctx, since, func(e logring.Entry) bool {
-		if !matches(grep, e) {
+		if !sel.Keep(e) {
 			return true
 		}
 		line := FormatEntry(e)
@@ -186,7 +198,7 @@ func (r *Run) ForwardPage(ctx context.Context, since uint64, grep *regexp.Regexp
 // of all), as many as fit in budget (and at most max when max > 0), in
 // order. It reads a window back from the end and widens it until the
 // page is full or the log's start is reached.
-func (r *Run) BackwardPage(ctx context.Context, before uint64, grep *regexp.Regexp, budget, max int) TextPage {
+func (r *Run) BackwardPage(ctx context.Context, before uint64, sel Select, budget, max int) TextPage {
 	var pg TextPage
 	upper := r.ring.Last()
 	if before > 0 {
@@ -206,7 +218,7 @@ func (r *Run) BackwardPage(ctx context.Context, before uint64, grep *regexp.Rege
 			if e.Seq > upper {
 				return false
 			}
-			if matches(grep, e) {
+			if sel.Keep(e) {
 				got = append(got, item{e.Seq, FormatEntry(e)})
 			}
 			return true

@@ -74,7 +74,7 @@ func TestLogPagesWithinBudget(t *testing.T) {
 	ctx := t.Context()
 	const budget = 16 << 10
 
-	newest := r.BackwardPage(ctx, 0, nil, budget, 0)
+	newest := r.BackwardPage(ctx, 0, Select{}, budget, 0)
 	if n := len(strings.Join(newest.Lines, "\n")); n > budget || n < budget/2 {
 		t.Errorf("default page holds %d bytes, want most of the %d budget", n, budget)
 	}
@@ -102,12 +102,12 @@ func TestLogPagesWithinBudget(t *testing.T) {
 		if pages > 1000 {
 			t.Fatal("paging back does not end")
 		}
-		pg = r.BackwardPage(ctx, pg.From, nil, budget, 0)
+		pg = r.BackwardPage(ctx, pg.From, Select{}, budget, 0)
 	}
 	fwd := map[uint64]int{}
 	since := uint64(0)
 	for pages := 0; ; pages++ {
-		pg := r.ForwardPage(ctx, since, nil, budget, 0)
+		pg := r.ForwardPage(ctx, since, Select{}, budget, 0)
 		collect(pg.Lines, fwd)
 		if !pg.Truncated {
 			break
@@ -125,7 +125,7 @@ func TestLogPagesWithinBudget(t *testing.T) {
 	}
 
 	grep := regexp.MustCompile(`tick 1\d\d\d$`)
-	g := r.BackwardPage(ctx, 0, grep, budget, 5)
+	g := r.BackwardPage(ctx, 0, Select{Grep: grep}, budget, 5)
 	if len(g.Lines) != 5 || !strings.HasSuffix(g.Lines[4], "tick 1999") || !g.Truncated {
 		t.Errorf("grep with tail 5 = %q (truncated %v), want ticks 1995..1999", g.Lines, g.Truncated)
 	}

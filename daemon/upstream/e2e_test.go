@@ -77,7 +77,7 @@ type upClient struct {
 	tools    chan struct{}
 }
 
-func (u *upEnv) connect(t *testing.T, name, ws string) *upClient {
+func (u *upEnv) connect(t *testing.T, name, ws string, args ...string) *upClient {
 	t.Helper()
 	c := &upClient{updated: make(chan string, 100), progress: make(chan *mcp.ProgressNotificationParams, 1000),
 		logs: make(chan string, 100), tools: make(chan struct{}, 100)}
@@ -96,7 +96,7 @@ func (u *upEnv) connect(t *testing.T, name, ws string) *upClient {
 		},
 	})
 	_, flyctl := flytest.Binaries(t)
-	cmd := exec.Command(flyctl, "mcp", "--workspace", ws)
+	cmd := exec.Command(flyctl, append([]string{"mcp", "--workspace", ws}, args...)...)
 	cmd.Env = u.e.Vars
 	cmd.Stderr = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -56,6 +56,17 @@ func (m *Manager) owner(s Session, name string) (*instance, bool, error) {
 	return nil, false, nil
 }
 
+// ServerOf returns the name of the upstream server whose prefix the tool
+// name carries, "" for none.
+func (m *Manager) ServerOf(name string) string {
+	for _, srv := range m.Servers() {
+		if strings.HasPrefix(name, srv.ToolPrefix()+"_") {
+			return srv.Name
+		}
+	}
+	return ""
+}
+
 // Tools returns the upstream tools s sees, in config order, renamed. An
 // upstream that cannot answer is left out (and logged): flyd's own tools
 // never wait on it for long. Names flyd uses itself, or that an earlier

@@ -362,6 +362,9 @@ type Session struct {
 	Ended         time.Time `json:"ended,omitzero"`
 	FilesRead     int64     `json:"files_read"`
 	ToolsCalled   int64     `json:"tools_called"`
+	// Tools is the session's tool filter ("tools=app disable=sdk"), empty
+	// when it sees every tool.
+	Tools string `json:"tools,omitempty"`
 }
 
 // WorkspaceStatus describes one open workspace.
