@@ -42,7 +42,7 @@ func sharedScenario(t *testing.T, connect connector, status func() *Status) {
 	if !slices.Equal(la, lb) {
 		t.Fatalf("two sessions on one workspace list differently:\nA %v\nB %v", la, lb)
 	}
-	want := []string{"fly://project/overview", "fly://sessions/current", "fly://sessions/recent", "workspace:///lib/main.dart", "workspace:///lib/other.dart", "workspace:///pubspec.yaml"}
+	want := []string{"fly://project/overview", "fly://project/modules", "fly://sessions/current", "fly://sessions/recent", "workspace:///lib/main.dart", "workspace:///lib/other.dart", "workspace:///pubspec.yaml"}
 	if !slices.Equal(la, want) {
 		t.Fatalf("resources/list = %v, want %v", la, want)
 	}

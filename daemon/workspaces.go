@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/mcpserver"
+	"github.com/fly-dev/fly/daemon/modules"
 
 	"github.com/fly-dev/fly/daemon/overview"
 	flypaths "github.com/fly-dev/fly/internal/paths"
@@ -38,6 +40,8 @@ type workspace struct {
 	sessions map[*session]bool  // connected sessions, for notifications
 	recent   []SessionInfo      // newest last
 	overview *overview.Overview // cached; nil when stale
+	modules  *modules.Builder   // keeps what it read of each file until it changes
+	graph    *modules.Graph     // cached; nil when stale
 }
 
 // Root implements mcpserver.Workspace.
@@ -67,12 +71,44 @@ func (w *workspace) Overview() (*overview.Overview, error) {
 	return o, nil
 }
 
+// Modules implements mcpserver.Workspace: the cached module graph, built
+// again once a change made it stale (reading only the files that changed).
+func (w *workspace) Modules() (*modules.Graph, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.graph != nil {
+		return w.graph, nil
+	}
+	if w.modules == nil {
+		w.modules = modules.NewBuilder()
+	}
+	files := w.index.Files()
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	g, err := w.modules.Build(w.fsys(), paths)
+	if err != nil {
+		return nil, err
+	}
+	w.graph = g
+	return g, nil
+}
+
 // workspaceChanged is the indexes' hook: a change that makes w's overview
 // stale drops it, and the MCP surface tells w's sessions.
 func (s *Server) workspaceChanged(w *workspace, c index.Change) {
 	if overview.Stale(c.Added, c.Updated, c.Removed) {
 		w.mu.Lock()
 		w.overview = nil
+		w.mu.Unlock()
+	}
+	if modules.Stale(c.Added, c.Updated, c.Removed) {
+		w.mu.Lock()
+		w.graph = nil
+		if w.modules != nil {
+			w.modules.Forget(slices.Concat(c.Updated, c.Removed)...)
+		}
 		w.mu.Unlock()
 	}
 	conn := w.connected()

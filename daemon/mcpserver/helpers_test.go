@@ -14,6 +14,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/modules"
 	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/fakeflutter"
@@ -264,6 +265,14 @@ type testWorkspace struct {
 
 func (w *testWorkspace) Root() string        { return w.root }
 func (w *testWorkspace) Index() *index.Index { return w.idx }
+func (w *testWorkspace) Modules() (*modules.Graph, error) {
+	var paths []string
+	for _, f := range w.idx.Files() {
+		paths = append(paths, f.Path)
+	}
+	return modules.NewBuilder().Build(w.idx.Root(), paths)
+}
+
 func (w *testWorkspace) Overview() (*overview.Overview, error) {
 	var paths []string
 	for _, f := range w.idx.Files() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/modules"
 	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
@@ -173,7 +174,15 @@ func (s *Server) readFixed(ctx context.Context, req *mcp.ReadResourceRequest) (*
 	}
 	var v any
 	switch uri := req.Params.URI; uri {
-	case uriOverview:
+	case uriOverview, uriOverview + "?format=markdown":
+		return s.readOverview(sess, uri)
+	case uriModules:
+		g, err := sess.ws.Modules()
+		if err != nil {
+			return nil, err
+		}
+		return markdownResult(uri, g.Markdown(path.Base(sess.ws.Root()))), nil
+	case uriOverview + "?format=json":
 		v, err = sess.ws.Overview()
 	case uriSessionsCurrent:
 		v = sess.Info()
@@ -241,8 +250,10 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 // form notifications use: the workspace URI without its range.
 func (s *Server) subscriptionKey(uri string) (string, error) {
 	switch uri {
-	case uriOverview, uriSessionsCurrent, uriSessionsRecent:
+	case uriOverview, uriModules, uriSessionsCurrent, uriSessionsRecent:
 		return uri, nil
+	case uriOverview + "?format=json", uriOverview + "?format=markdown":
+		return uriOverview, nil
 	}
 	if strings.HasPrefix(uri, "fly://runs/") {
 		id, err := parseErrorsURI(uri)
@@ -283,6 +294,7 @@ func (s *Server) subscriptionKey(uri string) (string, error) {
 func (s *Server) WorkspaceChanged(w Workspace, sessions []Session, c index.Change) {
 	listChanged := len(c.Added) > 0 || len(c.Removed) > 0
 	overviewStale := overview.Stale(c.Added, c.Updated, c.Removed)
+	modulesStale := modules.Stale(c.Added, c.Updated, c.Removed)
 	for _, sess := range sessions {
 		for _, p := range slices.Concat(c.Updated, c.Removed) {
 			if uri := workspaceURI(p); sess.Subscribed(uri) {
@@ -291,6 +303,9 @@ func (s *Server) WorkspaceChanged(w Workspace, sessions []Session, c index.Chang
 		}
 		if overviewStale && sess.Subscribed(uriOverview) {
 			sess.Notify("notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uriOverview})
+		}
+		if modulesStale && sess.Subscribed(uriModules) {
+			sess.Notify("notifications/resources/updated", &mcp.ResourceUpdatedNotificationParams{URI: uriModules})
 		}
 		if listChanged {
 			sess.Notify("notifications/resources/list_changed", &mcp.ResourceListChangedParams{})

@@ -151,6 +151,21 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	if p != nil && p.Ref != nil && p.Ref.Type == "ref/prompt" {
 		return s.completePromptArg(req)
 	}
+	if p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" && p.Ref.URI == moduleTemplate && p.Argument.Name == "name" {
+		sess, err := s.sessionOf(req.Session)
+		if err != nil {
+			return nil, err
+		}
+		g, err := sess.ws.Modules()
+		if err != nil {
+			return nil, err
+		}
+		res.Completion.Values = completeModule(g, p.Argument.Value)
+		if len(res.Completion.Values) > maxCompletions {
+			res.Completion.Values, res.Completion.HasMore = res.Completion.Values[:maxCompletions], true
+		}
+		return res, nil
+	}
 	if p == nil || p.Ref == nil || p.Ref.Type != "ref/resource" || p.Ref.URI != "workspace:///{+path}" || p.Argument.Name != "path" {
 		return res, nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/modules"
 	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
@@ -81,6 +82,9 @@ type Workspace interface {
 	// Overview is the project overview, cached until a change makes it
 	// stale (see overview.Stale).
 	Overview() (*overview.Overview, error)
+	// Modules is the module graph, cached until a change makes it stale
+	// (see modules.Stale).
+	Modules() (*modules.Graph, error)
 }
 
 // Server is flyd's MCP surface: one mcp.Server that every session
@@ -140,6 +144,10 @@ func New(cfg Config) *Server {
 		}, s.readLog)
 	}
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name: "module", Title: "Module detail", MIMEType: "text/markdown", URITemplate: moduleTemplate,
+		Description: "One module of fly://project/modules: its key files and their roles, patterns and dependencies. Names complete.",
+	}, s.readModule)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "run-errors", Title: "Errors of a run", MIMEType: "text/plain", URITemplate: "fly://runs/{id}/errors",
 		Description: "A flutter run's framework errors since its last reload, deduplicated, newest first (as flutter_errors gives them). Subscribe to be told when they change.",
 	}, s.readErrors)
@@ -168,6 +176,8 @@ func (s *Server) Close() { s.notifyWG.Wait() }
 // Fixed resources, listed first on the first page of resources/list.
 const (
 	uriOverview        = "fly://project/overview"
+	uriModules         = "fly://project/modules"
+	moduleTemplate     = "fly://module/{name}"
 	uriSessionsCurrent = "fly://sessions/current"
 	uriSessionsRecent  = "fly://sessions/recent"
 )
@@ -198,8 +208,10 @@ func ProtocolVersions() []string {
 
 func (s *Server) fixedResources() []*mcp.Resource {
 	return []*mcp.Resource{
-		{URI: uriOverview, Name: "project-overview", Title: "Project overview", MIMEType: "application/json",
-			Description: "The Flutter/Dart project of this workspace as JSON: name, version, SDK constraints, dependencies, platforms, entry points, tests, nested packages."},
+		{URI: uriOverview, Name: "project-overview", Title: "Project overview", MIMEType: "text/markdown",
+			Description: "The Flutter/Dart project of this workspace: name, SDK constraints, dependencies, platforms, entry points, tests, packages, modules. Add ?format=json for JSON."},
+		{URI: uriModules, Name: "project-modules", Title: "Project modules", MIMEType: "text/markdown",
+			Description: "Every module (packages, feature folders of lib/): kind, path, file and test counts, key files by role, imports between them."},
 		{URI: uriSessionsCurrent, Name: "session-current", Title: "This session", MIMEType: "application/json",
 			Description: "This MCP session: client name and version, since when, files read, tools called."},
 		{URI: uriSessionsRecent, Name: "sessions-recent", Title: "Recent sessions", MIMEType: "application/json",
@@ -308,6 +320,10 @@ func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 			case strings.HasPrefix(uri, "logs:"):
 				// Served here: the SDK's template match does not take a query.
 				return s.readLog(ctx, req.(*mcp.ReadResourceRequest))
+			case strings.HasPrefix(uri, "fly://module/"):
+				return s.readModule(ctx, req.(*mcp.ReadResourceRequest))
+			case strings.HasPrefix(uri, uriOverview+"?"):
+				return s.readFixed(ctx, req.(*mcp.ReadResourceRequest))
 			case strings.HasPrefix(uri, workspaceScheme+":"):
 				// Served here too, so that read and subscribe decide alike
 				// whatever the SDK's template match makes of the URI.
