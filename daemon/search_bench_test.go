@@ -146,3 +146,63 @@ func rssKB(pid int) int {
 	}
 	return 0
 }
+
+// BenchmarkFirstSearch: the first files_grep of a workspace, through the
+// shim, right after the workspace opened on a fresh flyd (its index just
+// built, its content cache being warmed in the background), against a
+// cold rg process on the same tree in the same iteration, with the page
+// cache warm for both. ratio is rg/fly (goal > 1).
+func BenchmarkFirstSearch(b *testing.B) {
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		b.Skip("rg is not installed (apt-get install ripgrep): no baseline")
+	}
+	root := largeWorkspace(b)
+	for _, tc := range []struct {
+		name, pattern string
+		literal       bool
+		rgArgs        []string
+	}{
+		{"literal", "W012345", true, []string{"-F", "W012345"}},
+		{"regexp", `W0123\d\d\b`, false, []string{`W0123\d\d\b`}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rgOnce := func() (time.Duration, int) {
+				start := time.Now()
+				out, err := exec.Command(rg, append([]string{"--no-heading", "-n"}, append(tc.rgArgs, root)...)...).Output()
+				if err != nil {
+					b.Fatalf("rg: %v", err)
+				}
+				return time.Since(start), bytes.Count(out, []byte("\n"))
+			}
+			rgOnce() // the page cache holds the tree from here on
+			var fly, base time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				e := flytest.NewEnv(b)
+				d := flytest.StartFlyd(b, e, "--log-level", "info")
+				cs := viaShim(e)(b, "first", root, nil) // opens the workspace: the index is built
+				b.StartTimer()
+				start := time.Now()
+				var g grepResult
+				res := callTool(b, cs, "files_grep", map[string]any{"pattern": tc.pattern, "literal": tc.literal, "limit": 1000}, &g)
+				fly += time.Since(start)
+				if res.IsError || g.Truncated {
+					b.Fatalf("files_grep: %s", toolText(res))
+				}
+				took, want := rgOnce()
+				base += took
+				if g.Matches != want {
+					b.Fatalf("files_grep found %d matches, rg %d", g.Matches, want)
+				}
+				b.StopTimer()
+				cs.Close()
+				d.Stop(b)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(fly.Microseconds())/float64(b.N)/1000, "ms/fly")
+			b.ReportMetric(float64(base.Microseconds())/float64(b.N)/1000, "ms/rg")
+			b.ReportMetric(float64(base)/float64(fly), "ratio")
+		})
+	}
+}

@@ -333,3 +333,47 @@ func (r *rawShim) list(b *testing.B, tool string) time.Duration {
 	}
 	return d
 }
+
+// BenchmarkToolList: what tools/list costs an agent, in bytes of the
+// line the shim hands its client: flyd's own tools alone, and with each
+// benchmark upstream beside them, unfiltered and with --tools app
+// (issue 21's budget for flyd's own: 6 KB).
+func BenchmarkToolList(b *testing.B) {
+	ws := b.TempDir()
+	writeTree(b, ws, map[string]string{"pubspec.yaml": "name: app\n"})
+	shim := func(e *flytest.Env, args ...string) *rawShim {
+		_, flyctl := flytest.Binaries(b)
+		cmd := exec.Command(flyctl, append([]string{"mcp", "--workspace", ws}, args...)...)
+		cmd.Env = e.Vars
+		return newRawClient(b, cmd)
+	}
+	list := func(b *testing.B, r *rawShim, tool string) int {
+		line := r.roundTrip(b, `"method":"tools/list"`)
+		if !strings.Contains(line, `"`+tool+`"`) {
+			b.Fatalf("tools/list lacks %s: %.300s", tool, line)
+		}
+		return len(line)
+	}
+	b.Run("own", func(b *testing.B) {
+		e := flytest.NewEnv(b)
+		flytest.StartFlyd(b, e, "--log-level", "warn")
+		r := shim(e)
+		var n int
+		for b.Loop() {
+			n = list(b, r, "flutter_run")
+		}
+		b.ReportMetric(float64(n), "bytes")
+	})
+	for _, u := range benchUpstreams(b) {
+		b.Run("with-"+u.name, func(b *testing.B) {
+			e := startBenchFlyd(b, u, b.TempDir())
+			all, app := shim(e), shim(e, "--tools", "app,"+u.name)
+			var n, na int
+			for b.Loop() {
+				n, na = list(b, all, u.name+"_"+u.call), list(b, app, u.name+"_"+u.call)
+			}
+			b.ReportMetric(float64(n), "bytes")
+			b.ReportMetric(float64(na), "bytes-app")
+		})
+	}
+}

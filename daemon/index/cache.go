@@ -1,6 +1,9 @@
 package index
 
-import "sync"
+import (
+	"bytes"
+	"sync"
+)
 
 // Bounds of the content cache.
 const (
@@ -31,16 +34,17 @@ func (c *contentCache) get(rel string) (data []byte, ok bool, epoch uint64) {
 	return data, ok, c.epoch
 }
 
-// put stores a copy of data, read from disk in epoch, if nothing changed
-// since and the budget allows.
-func (c *contentCache) put(rel string, data []byte, epoch uint64) {
+// put keeps data, read from disk in epoch, if nothing changed since and
+// the budget allows. The cache owns data from then on: the caller must
+// not change it.
+func (c *contentCache) put(rel string, data []byte, epoch uint64) bool {
 	if len(data) > cacheMaxFile {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if epoch != c.epoch || c.bytes+len(data) > cacheBudget {
-		return
+		return false
 	}
 	if c.m == nil {
 		c.m = make(map[string][]byte)
@@ -48,8 +52,29 @@ func (c *contentCache) put(rel string, data []byte, epoch uint64) {
 	if old, ok := c.m[rel]; ok {
 		c.bytes -= len(old)
 	}
-	c.m[rel] = append([]byte(nil), data...)
+	c.m[rel] = data
 	c.bytes += len(data)
+	return true
+}
+
+// full reports whether the cache's budget is used up.
+func (c *contentCache) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes >= cacheBudget-cacheMaxFile
+}
+
+// binaryMark is what the cache keeps of a binary file: one NUL byte,
+// which searchData skips as binary without the file being read again.
+var binaryMark = []byte{0}
+
+// keep puts what was read of rel in epoch: its contents, or binaryMark
+// for a binary file. It reports whether the cache kept it.
+func (c *contentCache) keep(rel string, data []byte, epoch uint64) bool {
+	if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) >= 0 {
+		data = binaryMark
+	}
+	return c.put(rel, data, epoch)
 }
 
 // drop forgets paths, or everything when all is set.

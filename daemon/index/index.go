@@ -115,6 +115,7 @@ type Stats struct {
 	WatchErrors int           // watches that could not be added (e.g. the inotify limit)
 	CacheFiles  int           // files whose contents grep keeps in memory
 	CacheBytes  int           // their size
+	Warm        bool          // the warmer has been through every file
 }
 
 // Index is the shared, live index of the served files under one workspace
@@ -137,7 +138,10 @@ type Index struct {
 	watcher  *fsnotify.Watcher
 
 	files       atomic.Pointer[[]File]
-	cache       contentCache // file contents grep has read
+	cache       contentCache  // file contents grep or the warmer has read
+	searches    quiet         // searches running, which the warmer waits for
+	warmed      atomic.Bool   // the warmer went through every file
+	warmDone    chan struct{} // closed when the warmer ends, for whatever reason
 	buildTime   time.Duration
 	nDirs       atomic.Int64
 	watchErrors atomic.Int64
@@ -187,6 +191,7 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 		match:    rules.compile(),
 		log:      log.With(indexKeyRoot, root),
 		onChange: onChange,
+		warmDone: make(chan struct{}),
 		dirs:     make(map[string]struct{}),
 	}
 	x.fsRoot.Store(fsRoot)
@@ -287,6 +292,7 @@ func (x *Index) Stats() Stats {
 		WatchErrors: int(x.watchErrors.Load()),
 		CacheFiles:  cf,
 		CacheBytes:  cb,
+		Warm:        x.warmed.Load(),
 	}
 }
 

@@ -5,15 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -83,20 +80,15 @@ type GrepPage struct {
 // binaryProbe is how much of a file is looked at for a NUL byte.
 const binaryProbe = 8 << 10
 
-// grepBatch is how many files the workers read before the results are put
-// in order: a page usually ends within the first batches, and cancelling
-// stops the rest.
-const grepBatch = 64
-
-var grepBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// Grep searches the files of the index, through root, in path order, with
-// GOMAXPROCS workers, and returns one page: matches grouped by file, until
-// the limit or the byte budget is reached. A file is read only if it is a
-// regular file with one link (as reads are served), under MaxFile bytes,
-// and not binary. A literal part of the pattern, which Go's regexp finds
-// with a fast string search, rejects most files without a line split.
-// Cancelling ctx stops the workers; Grep then returns ctx's error.
+// Grep searches the files of the index, through root, in path order, and
+// returns one page: matches grouped by file, until the limit or the byte
+// budget is reached. Workers (GOMAXPROCS of them) read and search files
+// ahead of the page, at most grepWindow files ahead, while the caller's
+// goroutine puts the page together in order. A file is read only if it is
+// a regular file with one link (as reads are served), under MaxFile
+// bytes, and not binary. A literal part of the pattern, which Go's regexp
+// finds with a fast string search, rejects most files without a line
+// split. Cancelling ctx stops the workers; Grep then returns ctx's error.
 func (x *Index) Grep(ctx context.Context, root *os.Root, opt GrepOptions) (GrepPage, error) {
 	var files []string
 	for _, f := range x.Files() {
@@ -105,40 +97,21 @@ func (x *Index) Grep(ctx context.Context, root *os.Root, opt GrepOptions) (GrepP
 		}
 		files = append(files, f.Path)
 	}
+	x.searches.enter() // the warmer waits meanwhile
+	defer x.searches.leave()
+	ctx, stop := context.WithCancel(ctx)
+	chunks := x.searchAhead(ctx, root, files, opt)
+	defer func() {
+		stop()
+		for range chunks { // the workers end once they see ctx done
+		}
+	}()
 	var pg GrepPage
 	used := 0
-	workers := runtime.GOMAXPROCS(0)
-	// Batches start small, for the small pages of a paged search, and grow.
-	size := workers
-	for start := 0; start < len(files); start += size {
-		if start > 0 {
-			size = min(2*size, grepBatch)
-		}
-		batch := files[start:min(start+size, len(files))]
-		results := make([]fileResult, len(batch))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range min(workers, len(batch)) {
-			wg.Go(func() {
-				var d dirCache
-				defer d.close()
-				for i := range next {
-					results[i] = x.grepFile(ctx, &d, root, batch[i], opt)
-				}
-			})
-		}
-		for i := range batch {
-			if ctx.Err() != nil {
-				break
-			}
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return GrepPage{}, err
-		}
-		for i, r := range results {
+	i := 0
+	for chunk := range chunks {
+		for _, r := range chunk {
+			i++
 			pg.Searched++
 			switch r.skip {
 			case skipBinary:
@@ -150,12 +123,13 @@ func (x *Index) Grep(ctx context.Context, root *os.Root, opt GrepOptions) (GrepP
 			case skipOther:
 				continue
 			}
-			gf := GrepFile{Path: batch[i]}
+			name := files[i-1]
+			gf := GrepFile{Path: name}
 			for _, m := range r.matches {
-				if batch[i] == opt.After && m.Line <= opt.AfterLine {
+				if name == opt.After && m.Line <= opt.AfterLine {
 					continue
 				}
-				size := len(batch[i]) + len(m.Text) + 16
+				size := len(name) + len(m.Text) + 16
 				for _, l := range m.Before {
 					size += len(l) + 1
 				}
@@ -181,7 +155,93 @@ func (x *Index) Grep(ctx context.Context, root *os.Root, opt GrepOptions) (GrepP
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return GrepPage{}, err
+	}
 	return pg, nil
+}
+
+// Grep's read-ahead: chunks of files, the first small (a paged search
+// often ends within a few files), the rest grepChunk long; at most
+// grepWindow chunks ahead of the page being put together.
+const (
+	grepChunk  = 64
+	grepWindow = 8
+)
+
+// chunkBounds splits n files into chunks: 1, 2, 4 … files, then
+// grepChunk each.
+func chunkBounds(n int) []int {
+	bounds := []int{0}
+	for size := 1; bounds[len(bounds)-1] < n; size = min(2*size, grepChunk) {
+		bounds = append(bounds, min(n, bounds[len(bounds)-1]+size))
+	}
+	return bounds
+}
+
+// searchAhead searches files with a pool of workers, each taking a chunk
+// of files at a time, and sends the results chunk by chunk in the files'
+// order, at most grepWindow chunks ahead of the receiver. The channel
+// closes when every chunk was sent or ctx is done; the receiver must then
+// drain it, which waits for the workers.
+func (x *Index) searchAhead(ctx context.Context, root *os.Root, files []string, opt GrepOptions) <-chan []fileResult {
+	out := make(chan []fileResult)
+	bounds := chunkBounds(len(files))
+	chunks := len(bounds) - 1
+	// Slot c%grepWindow holds chunk c's results; a token of room lets a
+	// worker claim one more chunk, and the sender gives one back per
+	// chunk sent, so a slot is free again whenever a worker claims.
+	slots := make([]chan []fileResult, grepWindow)
+	for i := range slots {
+		slots[i] = make(chan []fileResult, 1)
+	}
+	room := make(chan struct{}, grepWindow)
+	for range grepWindow {
+		room <- struct{}{}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), chunks) {
+		wg.Go(func() { // owned by searchAhead's sender, which waits for it
+			var d dirCache
+			defer d.close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-room:
+				}
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				res := make([]fileResult, 0, bounds[c+1]-bounds[c])
+				for _, f := range files[bounds[c]:bounds[c+1]] {
+					res = append(res, x.grepFile(ctx, &d, root, f, opt))
+				}
+				slots[c%grepWindow] <- res
+			}
+		})
+	}
+	go func() { // owned by the receiver, which drains out
+		defer close(out)
+		defer wg.Wait()
+		for c := range chunks {
+			var res []fileResult
+			select {
+			case res = <-slots[c%grepWindow]:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- res:
+			case <-ctx.Done():
+				return
+			}
+			room <- struct{}{}
+		}
+	}()
+	return out
 }
 
 type skipReason int
@@ -198,76 +258,23 @@ type fileResult struct {
 	skip    skipReason
 }
 
-// dirCache keeps the directory of the last file a worker read open as a
-// root of its own: files come in path order, so mostly from the same
-// directory, and opening a name in it is one system call, where opening
-// a whole path through the workspace's root walks every element.
-type dirCache struct {
-	dir  string
-	root *os.Root // nil when dir could not be opened
-}
-
-// open returns the root of rel's directory, through root.
-func (d *dirCache) open(root *os.Root, rel string) *os.Root {
-	dir := path.Dir(rel)
-	if dir == d.dir && d.dir != "" {
-		return d.root
-	}
-	d.close()
-	d.dir = dir
-	d.root, _ = root.OpenRoot(filepath.FromSlash(dir))
-	return d.root
-}
-
-func (d *dirCache) close() {
-	if d.root != nil {
-		d.root.Close()
-	}
-	d.dir, d.root = "", nil
-}
-
 // grepFile searches the file rel: from the content cache, else from disk
-// through the worker's directory cache d.
+// through the worker's directory cache d, keeping what it read.
 func (x *Index) grepFile(ctx context.Context, d *dirCache, root *os.Root, rel string, opt GrepOptions) fileResult {
 	if ctx.Err() != nil {
 		return fileResult{skip: skipOther}
 	}
 	data, ok, epoch := x.cache.get(rel)
-	if ok {
-		if int64(len(data)) > opt.MaxFile {
-			return fileResult{skip: skipLarge}
+	if !ok {
+		var skip skipReason
+		data, skip = d.read(root, rel, opt.MaxFile)
+		if skip != skipNone {
+			return fileResult{skip: skip}
 		}
-		return searchData(data, opt)
+		x.cache.keep(rel, data, epoch)
 	}
-	dir := d.open(root, rel)
-	if dir == nil {
-		return fileResult{skip: skipOther}
-	}
-	f, err := dir.OpenFile(path.Base(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return fileResult{skip: skipOther}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || LinkCount(fi) > 1 {
-		return fileResult{skip: skipOther}
-	}
-	if fi.Size() > opt.MaxFile {
-		return fileResult{skip: skipLarge}
-	}
-	buf := grepBufs.Get().(*bytes.Buffer)
-	defer grepBufs.Put(buf)
-	buf.Reset()
-	buf.Grow(int(fi.Size()) + 1)
-	if _, err := io.Copy(buf, io.LimitReader(f, opt.MaxFile+1)); err != nil && !errors.Is(err, io.EOF) {
-		return fileResult{skip: skipOther}
-	}
-	data = buf.Bytes()
 	if int64(len(data)) > opt.MaxFile {
 		return fileResult{skip: skipLarge}
-	}
-	if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) < 0 {
-		x.cache.put(rel, data, epoch)
 	}
 	return searchData(data, opt)
 }

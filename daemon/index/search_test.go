@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestGlob(t *testing.T) {
@@ -239,5 +241,81 @@ func TestFind(t *testing.T) {
 	}
 	if len(got) != 50 || !slices.IsSorted(got) {
 		t.Errorf("paged %d files (sorted %v), want 50 in order", len(got), slices.IsSorted(got))
+	}
+}
+
+// TestColdReadsAsServed: the first search reads files the way reads are
+// served: a hard-linked file and a FIFO are skipped (without blocking), a
+// symlink that stays inside the root is followed.
+func TestColdReadsAsServed(t *testing.T) {
+	x := searchTree(t, map[string]string{
+		"lib/a.dart":      "NEEDLE a\n",
+		"lib/inside.dart": "NEEDLE inside\n",
+		"outside.txt":     "",
+	})
+	root := x.root
+	outside := filepath.Join(t.TempDir(), "secret.dart")
+	if err := os.WriteFile(outside, []byte("NEEDLE secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(outside, filepath.Join(root, "lib", "hard.dart")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "lib", "fifo.dart"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("inside.dart", filepath.Join(root, "lib", "via_link.dart")); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh index sees them all; its cache is empty.
+	y, err := openIndex(root, DefaultRules(), nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, _ := CompilePattern("NEEDLE", true, false)
+	got := grepAll(t, y, GrepOptions{Pattern: re, Limit: 100, Budget: 16 << 10, MaxFile: 1 << 20, MaxLineLen: 300})
+	want := []string{"lib/a.dart:1:NEEDLE a", "lib/inside.dart:1:NEEDLE inside", "lib/via_link.dart:1:NEEDLE inside"}
+	if !slices.Equal(got, want) {
+		t.Errorf("a cold search = %q, want %q (no hard link, no FIFO)", got, want)
+	}
+}
+
+// TestWarmer: once the index is built, the warmer reads every served file
+// into the cache; a search then answers from memory.
+func TestWarmer(t *testing.T) {
+	files := map[string]string{"lib/bin.dart": "a\x00b NEEDLE\n"}
+	for i := range 300 {
+		files[fmt.Sprintf("lib/d%d/f%d.dart", i%7, i)] = fmt.Sprintf("class F%d {} // NEEDLE %d\n", i, i)
+	}
+	x := searchTree(t, files)
+	x, err := openIndex(x.root, DefaultRules(), nil, nil, false) // its own Run, below
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // owned by the test: stopped below
+		defer close(done)
+		x.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-x.warmDone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the warmer did not finish within 30s")
+	}
+	if st := x.Stats(); !st.Warm || st.CacheFiles != x.Len() {
+		t.Fatalf("after warming: %+v, want all %d files cached", st, x.Len())
+	}
+	// Unreadable on disk now: only the cache can answer.
+	for p := range files {
+		if err := os.Chmod(filepath.Join(x.root, filepath.FromSlash(p)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	re, _ := CompilePattern("NEEDLE", true, false)
+	pg, err := x.Grep(context.Background(), x.Root(), GrepOptions{Pattern: re, Limit: 1000, Budget: 1 << 20, MaxFile: 1 << 20, MaxLineLen: 300})
+	if err != nil || pg.Matches != 300 || pg.SkippedBinary != 1 {
+		t.Errorf("a search after warming: %d matches, %d binary, %v; want 300 from the cache and the binary file skipped", pg.Matches, pg.SkippedBinary, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -33,6 +34,13 @@ func (x *Index) Run(ctx context.Context) error {
 		for _, r := range x.retired {
 			r.Close()
 		}
+	}()
+	warmCtx, stopWarm := context.WithCancel(ctx)
+	var warming sync.WaitGroup
+	warming.Go(func() { x.warm(warmCtx) }) // owned by Run: stopped and waited for before the root closes
+	defer func() {
+		stopWarm()
+		warming.Wait()
 	}()
 	if x.watcher == nil {
 		<-ctx.Done()
