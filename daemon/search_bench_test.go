@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -66,22 +65,15 @@ func BenchmarkSearch(b *testing.B) {
 		b.ReportMetric(float64(base.Microseconds())/1000/flyMS, "ratio")
 	})
 
-	for _, tc := range []struct {
-		name, pattern string
-		literal       bool
-		rgArgs        []string
-	}{
-		{"grep-literal", "W012345", true, []string{"-F", "W012345"}},
-		{"grep-regexp", `W0123\d\d\b`, false, []string{`W0123\d\d\b`}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
+	for _, tc := range flytest.GrepCases {
+		b.Run("grep-"+tc.Name, func(b *testing.B) {
 			grepOnce := func() (time.Duration, int) {
 				var took time.Duration
 				n := 0
 				cursor := ""
 				for {
 					var g grepResult
-					args := map[string]any{"pattern": tc.pattern, "literal": tc.literal, "limit": 1000}
+					args := map[string]any{"pattern": tc.Pattern, "literal": tc.Literal, "limit": 1000}
 					if cursor != "" {
 						args["cursor"] = cursor
 					}
@@ -93,10 +85,11 @@ func BenchmarkSearch(b *testing.B) {
 					cursor = g.NextCursor
 				}
 			}
-			// The first search reads the disk and fills the content
-			// cache; flyd is a warm daemon, so the timed ones are warm.
-			cold, _ := grepOnce()
-			b.Logf("%s: the first search took %v (cold: read from disk)", tc.name, cold)
+			// The first search may read the disk (BenchmarkFirstSearch
+			// measures it); flyd is a warm daemon, so the timed ones are
+			// warm.
+			first, _ := grepOnce()
+			b.Logf("%s: the first search took %v", tc.Name, first)
 			var fly time.Duration
 			matches := 0
 			for b.Loop() {
@@ -114,13 +107,9 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			var base time.Duration
 			for range 3 {
-				start := time.Now()
-				out, err := exec.Command(rg, append([]string{"--no-heading", "-n"}, append(tc.rgArgs, root)...)...).Output()
-				base += time.Since(start)
-				if err != nil {
-					b.Fatalf("rg: %v", err)
-				}
-				if n := bytes.Count(out, []byte("\n")); n != matches {
+				took, n := flytest.RunRipgrep(b, rg, root, tc)
+				base += took
+				if n != matches {
 					b.Errorf("rg found %d matching lines, files_grep %d", n, matches)
 				}
 			}
@@ -153,29 +142,11 @@ func rssKB(pid int) int {
 // cold rg process on the same tree in the same iteration, with the page
 // cache warm for both. ratio is rg/fly (goal > 1).
 func BenchmarkFirstSearch(b *testing.B) {
-	rg, err := exec.LookPath("rg")
-	if err != nil {
-		b.Skip("rg is not installed (apt-get install ripgrep): no baseline")
-	}
+	rg := flytest.Ripgrep(b)
 	root := largeWorkspace(b)
-	for _, tc := range []struct {
-		name, pattern string
-		literal       bool
-		rgArgs        []string
-	}{
-		{"literal", "W012345", true, []string{"-F", "W012345"}},
-		{"regexp", `W0123\d\d\b`, false, []string{`W0123\d\d\b`}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			rgOnce := func() (time.Duration, int) {
-				start := time.Now()
-				out, err := exec.Command(rg, append([]string{"--no-heading", "-n"}, append(tc.rgArgs, root)...)...).Output()
-				if err != nil {
-					b.Fatalf("rg: %v", err)
-				}
-				return time.Since(start), bytes.Count(out, []byte("\n"))
-			}
-			rgOnce() // the page cache holds the tree from here on
+	for _, tc := range flytest.GrepCases {
+		b.Run(tc.Name, func(b *testing.B) {
+			flytest.RunRipgrep(b, rg, root, tc) // the page cache holds the tree from here on
 			var fly, base time.Duration
 			for b.Loop() {
 				b.StopTimer()
@@ -185,12 +156,12 @@ func BenchmarkFirstSearch(b *testing.B) {
 				b.StartTimer()
 				start := time.Now()
 				var g grepResult
-				res := callTool(b, cs, "files_grep", map[string]any{"pattern": tc.pattern, "literal": tc.literal, "limit": 1000}, &g)
+				res := callTool(b, cs, "files_grep", map[string]any{"pattern": tc.Pattern, "literal": tc.Literal, "limit": 1000}, &g)
 				fly += time.Since(start)
 				if res.IsError || g.Truncated {
 					b.Fatalf("files_grep: %s", toolText(res))
 				}
-				took, want := rgOnce()
+				took, want := flytest.RunRipgrep(b, rg, root, tc)
 				base += took
 				if g.Matches != want {
 					b.Fatalf("files_grep found %d matches, rg %d", g.Matches, want)

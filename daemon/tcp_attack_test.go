@@ -41,7 +41,7 @@ func TestPageHeadersEverywhere(t *testing.T) {
 		}
 	}
 	paths := []string{"/", "/?token=x", "/dashboard/", "/dashboard/index.html", "/dashboard/app.js", "/dashboard/style.css", "/dashboard/nope.html", "/nope", wire.RouteStatus}
-	tcp := &http.Client{Transport: bearer{f.token, http.DefaultTransport}}
+	tcp := &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}}
 	for _, p := range paths {
 		resp, err := tcp.Get("http://" + f.addr + p)
 		if err != nil {
@@ -188,7 +188,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]}, nil)
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root),
-			HTTPClient: &http.Client{Transport: bearer{f.token, http.DefaultTransport}},
+			HTTPClient: &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}},
 		}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -53,16 +53,7 @@ func (f *tcpFlyd) readToken(t *testing.T) string {
 }
 
 // bearer adds the token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
+type bearer = flytest.Bearer
 
 // tcpWS is an MCP client transport over the TCP listener's WebSocket.
 type tcpWS struct {
@@ -92,7 +83,7 @@ func viaStreamable(f *tcpFlyd) connector {
 	return func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession {
 		return connectClient(t, name, &mcp.StreamableClientTransport{
 			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(workspace),
-			HTTPClient: &http.Client{Transport: bearer{f.token, http.DefaultTransport}},
+			HTTPClient: &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}},
 		}, n)
 	}
 }
@@ -293,7 +284,7 @@ func TestStreamableWorkspaceFromRoots(t *testing.T) {
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
 	tr := func() *mcp.StreamableClientTransport {
 		return &mcp.StreamableClientTransport{Endpoint: "http://" + f.addr + wire.RouteStreamable,
-			HTTPClient: &http.Client{Transport: bearer{f.token, http.DefaultTransport}}}
+			HTTPClient: &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}}}
 	}
 	ctx := context.Background()
 	c := mcp.NewClient(&mcp.Implementation{Name: "rooted", Version: "1"}, nil)

@@ -38,12 +38,13 @@ func (c *contentCache) get(rel string) (data []byte, ok bool, epoch uint64) {
 // the budget allows. The cache owns data from then on: the caller must
 // not change it.
 func (c *contentCache) put(rel string, data []byte, epoch uint64) bool {
-	if len(data) > cacheMaxFile {
-		return false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if epoch != c.epoch || c.bytes+len(data) > cacheBudget {
+	return c.putLocked(rel, data, epoch)
+}
+
+func (c *contentCache) putLocked(rel string, data []byte, epoch uint64) bool {
+	if len(data) > cacheMaxFile || epoch != c.epoch || c.bytes+len(data) > cacheBudget {
 		return false
 	}
 	if c.m == nil {
@@ -62,6 +63,38 @@ func (c *contentCache) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bytes >= cacheBudget-cacheMaxFile
+}
+
+// getAll returns the cached contents of files (nil where missing) and
+// the epoch to pass to keepAll, under one lock.
+func (c *contentCache) getAll(files []string) ([][]byte, uint64) {
+	out := make([][]byte, len(files))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, f := range files {
+		out[i] = c.m[f]
+	}
+	return out, c.epoch
+}
+
+// keepAll keeps data[i] of files[i] for each i of read, under one lock,
+// as keep does; the map is made for about hint files at first.
+func (c *contentCache) keepAll(files []string, data [][]byte, read []int, epoch uint64, hint int) {
+	for _, i := range read {
+		if bytes.IndexByte(data[i][:min(len(data[i]), binaryProbe)], 0) >= 0 {
+			data[i] = binaryMark
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string][]byte, hint)
+	}
+	for _, i := range read {
+		if !c.putLocked(files[i], data[i], epoch) {
+			return
+		}
+	}
 }
 
 // binaryMark is what the cache keeps of a binary file: one NUL byte,

@@ -1,14 +1,14 @@
 package index
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/internal/flytest"
 )
 
 // grepTree writes the daemon benchmarks' 100k-file tree (FLY_BENCH_FILES
@@ -61,45 +61,27 @@ func grepCount(b *testing.B, x *Index, opt GrepOptions) int {
 //
 //	go test -run '^$' -bench GrepCold -benchtime 5x ./daemon/index/
 func BenchmarkGrepCold(b *testing.B) {
-	rg, err := exec.LookPath("rg")
-	if err != nil {
-		b.Skip("rg is not installed (apt-get install ripgrep): no baseline")
-	}
+	rg := flytest.Ripgrep(b)
 	root := grepTree(b)
 	x, err := openIndex(root, DefaultRules(), nil, nil, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name, pattern string
-		literal       bool
-		rgArgs        []string
-	}{
-		{"literal", "W012345", true, []string{"-F", "W012345"}},
-		{"regexp", `W0123\d\d\b`, false, []string{`W0123\d\d\b`}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			re, err := CompilePattern(tc.pattern, tc.literal, false)
+	for _, tc := range flytest.GrepCases {
+		b.Run(tc.Name, func(b *testing.B) {
+			re, err := CompilePattern(tc.Pattern, tc.Literal, false)
 			if err != nil {
 				b.Fatal(err)
 			}
 			opt := GrepOptions{Pattern: re, Limit: 1000, Budget: 1 << 20, MaxFile: 1 << 20, MaxLineLen: 300}
-			run := func() (time.Duration, int) {
-				start := time.Now()
-				out, err := exec.Command(rg, append([]string{"--no-heading", "-n"}, append(tc.rgArgs, root)...)...).Output()
-				if err != nil {
-					b.Fatalf("rg: %v", err)
-				}
-				return time.Since(start), bytes.Count(out, []byte("\n"))
-			}
-			run() // the page cache holds the tree from here on
+			flytest.RunRipgrep(b, rg, root, tc) // the page cache holds the tree from here on
 			var fly, base time.Duration
 			for b.Loop() {
 				x.cache.drop(nil, true)
 				start := time.Now()
 				n := grepCount(b, x, opt)
 				fly += time.Since(start)
-				took, want := run()
+				took, want := flytest.RunRipgrep(b, rg, root, tc)
 				base += took
 				if n != want {
 					b.Fatalf("fly found %d matches, rg %d", n, want)

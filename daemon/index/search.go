@@ -215,11 +215,7 @@ func (x *Index) searchAhead(ctx context.Context, root *os.Root, files []string, 
 				if c >= chunks {
 					return
 				}
-				res := make([]fileResult, 0, bounds[c+1]-bounds[c])
-				for _, f := range files[bounds[c]:bounds[c+1]] {
-					res = append(res, x.grepFile(ctx, &d, root, f, opt))
-				}
-				slots[c%grepWindow] <- res
+				slots[c%grepWindow] <- x.grepChunk(ctx, &d, root, files[bounds[c]:bounds[c+1]], opt)
 			}
 		})
 	}
@@ -258,25 +254,36 @@ type fileResult struct {
 	skip    skipReason
 }
 
-// grepFile searches the file rel: from the content cache, else from disk
-// through the worker's directory cache d, keeping what it read.
-func (x *Index) grepFile(ctx context.Context, d *dirCache, root *os.Root, rel string, opt GrepOptions) fileResult {
-	if ctx.Err() != nil {
-		return fileResult{skip: skipOther}
-	}
-	data, ok, epoch := x.cache.get(rel)
-	if !ok {
-		var skip skipReason
-		data, skip = d.read(root, rel, opt.MaxFile)
-		if skip != skipNone {
-			return fileResult{skip: skip}
+// grepChunk searches a chunk of files: each from the content cache,
+// else from disk through the worker's directory cache d, keeping what it
+// read. The cache is asked and filled once for the whole chunk.
+func (x *Index) grepChunk(ctx context.Context, d *dirCache, root *os.Root, files []string, opt GrepOptions) []fileResult {
+	res := make([]fileResult, len(files))
+	data, epoch := x.cache.getAll(files)
+	var read []int // files read from disk, to keep
+	for i, rel := range files {
+		if ctx.Err() != nil {
+			res[i] = fileResult{skip: skipOther}
+			continue
 		}
-		x.cache.keep(rel, data, epoch)
+		if data[i] == nil {
+			var skip skipReason
+			if data[i], skip = d.read(root, rel, opt.MaxFile); skip != skipNone {
+				res[i] = fileResult{skip: skip}
+				continue
+			}
+			read = append(read, i)
+		}
+		if int64(len(data[i])) > opt.MaxFile {
+			res[i] = fileResult{skip: skipLarge}
+			continue
+		}
+		res[i] = searchData(data[i], opt)
 	}
-	if int64(len(data)) > opt.MaxFile {
-		return fileResult{skip: skipLarge}
+	if len(read) > 0 {
+		x.cache.keepAll(files, data, read, epoch, x.Len())
 	}
-	return searchData(data, opt)
+	return res
 }
 
 // searchData searches one file's contents.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fly-dev/fly/internal/flytest"
 )
 
 // appWorkspace is a pub workspace shaped like a real app: the app at the
@@ -41,15 +43,9 @@ var appWorkspace = map[string]string{
 func build(t *testing.T, tree map[string]string) *Graph {
 	t.Helper()
 	dir := t.TempDir()
+	flytest.WriteTree(t, dir, tree)
 	var files []string
-	for p, c := range tree {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for p := range tree {
 		if !strings.HasPrefix(p, "build/") {
 			files = append(files, p)
 		}

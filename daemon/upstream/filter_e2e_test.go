@@ -99,7 +99,7 @@ func TestToolFilters(t *testing.T) {
 	}
 	q := url.Values{"workspace": {ws}, "tools": {"files,upstream"}, "disable": {"fake"}}
 	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + st.HTTP + wire.RouteStreamable + "?" + q.Encode(),
-		HTTPClient: &http.Client{Transport: bearer{strings.TrimSpace(string(tok)), http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: flytest.Bearer{Token: strings.TrimSpace(string(tok)), Base: http.DefaultTransport}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hs, err := mcp.NewClient(&mcp.Implementation{Name: "http", Version: "1"}, nil).Connect(ctx, tr, nil)
@@ -123,16 +123,4 @@ func TestToolFilters(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), `"ap" is no preset`) {
 		t.Errorf("flyctl mcp --tools ap: %v\n%s", err, out)
 	}
-}
-
-// bearer adds the token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
 }
