@@ -605,7 +605,7 @@ func (p prompts) debugRun(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 		return nil, invalidParams("prompt debug_run: %v", err)
 	}
 	rec := r.Record()
-	page := r.Entries(runs.Query{Tail: tail, Limit: tail + 1})
+	page := r.Entries(runs.Query{Tail: tail, Limit: tail + 1, Streams: agentStreams}) // as logs://run/{id}?tail= reads
 	var log strings.Builder
 	for _, e := range page.Entries {
 		log.WriteString(runs.FormatEntry(e))

@@ -176,10 +176,22 @@ func TestPromptDebugRun(t *testing.T) {
 	if er.Resource.URI != "logs://run/"+r.ID()+"?tail=200" || er.Resource.MIMEType != "text/plain" {
 		t.Errorf("embedded resource %s (%s), want logs://run/%s?tail=200 text/plain", er.Resource.URI, er.Resource.MIMEType, r.ID())
 	}
-	for _, w := range []string{"started: flutter run --machine", "stdout flutter: tick 1", "stdout flutter: tick 5", "event app.started"} {
+	for _, w := range []string{"started: flutter run --machine", "stdout flutter: tick 1", "stdout flutter: tick 5"} {
 		if !strings.Contains(er.Resource.Text, w) {
 			t.Errorf("embedded log lacks %q:\n%s", w, er.Resource.Text)
 		}
+	}
+	// As logs://run/{id} reads: no machine-protocol events.
+	if strings.Contains(er.Resource.Text, " event ") {
+		t.Errorf("embedded log holds machine events:\n%s", er.Resource.Text)
+	}
+	full, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "logs://run/" + r.ID() + "?events=1"})
+	if err != nil || !strings.Contains(full.Contents[0].Text, " event app.started") {
+		t.Errorf("logs://run/%s?events=1 lacks the machine events: %v", r.ID(), err)
+	}
+	plain, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "logs://run/" + r.ID()})
+	if err != nil || strings.Contains(plain.Contents[0].Text, " event ") || !strings.Contains(plain.Contents[0].Text, "stdout flutter: tick 5") {
+		t.Errorf("logs://run/%s holds machine events or lacks the app's output: %v", r.ID(), err)
 	}
 
 	// The older, stopped run by id, with a short tail.

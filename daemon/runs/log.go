@@ -42,6 +42,9 @@ type Page struct {
 // the ring has already evicted. A stretch that neither holds any more is
 // reported as one gap entry.
 func (r *Run) Entries(q Query) Page {
+	if q.Tail > 0 && (q.Grep != nil || len(q.Streams) > 0) {
+		return r.tailSelected(q)
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -97,6 +100,47 @@ func (r *Run) Entries(q Query) Page {
 		page.Entries = []logring.Entry{}
 	}
 	return page
+}
+
+// tailSelected answers a Query for the last Tail selected entries: it
+// reads back from the end in growing windows until it has them, the log
+// starts, or maxLogScan entries were read.
+func (r *Run) tailSelected(q Query) Page {
+	want := q.Tail
+	if q.Limit > 0 {
+		want = min(want, q.Limit)
+	}
+	sel := Select{Grep: q.Grep, Streams: q.Streams}
+	for window := uint64(max(2*want, 64)); ; window *= 4 {
+		last := r.ring.Last()
+		since := q.Since
+		if last > window && last-window > since {
+			since = last - window
+		}
+		var kept []logring.Entry
+		page := Page{Next: since}
+		for from := since; ; {
+			p := r.Entries(Query{Since: from, Limit: DefaultLimit})
+			page.First, page.Last = p.First, p.Last
+			for _, e := range p.Entries {
+				if sel.Keep(e) {
+					kept = append(kept, e)
+				}
+			}
+			if len(p.Entries) == 0 || p.Next <= from || p.Next >= p.Last {
+				page.Next = max(p.Next, from)
+				break
+			}
+			from = p.Next
+		}
+		if len(kept) >= want || since == q.Since || window > maxLogScan {
+			page.Entries = kept[max(0, len(kept)-want):]
+			if page.Entries == nil {
+				page.Entries = []logring.Entry{}
+			}
+			return page
+		}
+	}
 }
 
 // gapEntry stands for the entries from..resume-1 that are gone, in the
