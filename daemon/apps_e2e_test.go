@@ -144,7 +144,7 @@ func TestAttachToAnIDEsApp(t *testing.T) {
 	attach := func() runOut {
 		t.Helper()
 		var run runOut
-		if res := callTool(t, cs, "flutter_attach", map[string]any{"app_id": list.Apps[0].ID}, &run); res.IsError {
+		if res := callTool(t, cs, "flutter_run", map[string]any{"attach": list.Apps[0].ID}, &run); res.IsError {
 			t.Fatalf("flutter_attach: %s", toolText(res))
 		}
 		return run
@@ -284,7 +284,7 @@ func TestReloadThroughFlutterAttach(t *testing.T) {
 	// Attached again by its VM-service URI, reloaded through a new flutter
 	// attach: flyd's stop leaves nothing of its own running, and the app
 	// runs on.
-	if res := callTool(t, cs, "flutter_attach", map[string]any{"vm_service_uri": run.VMServiceURI}, &run); res.IsError {
+	if res := callTool(t, cs, "flutter_run", map[string]any{"attach": run.VMServiceURI}, &run); res.IsError {
 		t.Fatalf("flutter_attach by URI: %s", toolText(res))
 	}
 	if res := callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": run.RunID}, &out); res.IsError || !out.Applied {

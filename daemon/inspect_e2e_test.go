@@ -42,18 +42,18 @@ func TestLookInside(t *testing.T) {
 	id := run(cs, nil)
 
 	var tree widgetTreeOut
-	res := callTool(t, cs, "flutter_widget_tree", nil, &tree)
+	res := callTool(t, cs, "flutter_inspect", nil, &tree)
 	text := toolText(res)
 	if res.IsError || !strings.HasPrefix(text, "MyApp  lib/main.dart:8\n  MaterialApp  lib/main.dart:14\n    MyHomePage  lib/main.dart:16\n") ||
 		!strings.Contains(text, "ItemTile  lib/widgets/item_tile.dart:9\n") || len(text) > 8<<10+200 || !tree.Truncated || tree.Widgets != 2409 {
 		t.Errorf("widget tree (%d bytes) = %+v:\n%.400s", len(text), tree, text)
 	}
-	res = callTool(t, cs, "flutter_widget_tree", map[string]any{"run_id": id, "max_bytes": 256 << 10}, &tree)
+	res = callTool(t, cs, "flutter_inspect", map[string]any{"run_id": id, "what": "widgets", "max_bytes": 256 << 10}, &tree)
 	if res.IsError || tree.Truncated || tree.Shown != 2409 {
 		t.Errorf("the whole tree on request = %+v", tree)
 	}
 
-	res = callTool(t, cs, "flutter_screenshot", nil, nil)
+	res = callTool(t, cs, "flutter_inspect", map[string]any{"what": "screenshot"}, nil)
 	var img *mcp.ImageContent
 	for _, c := range res.Content {
 		if ic, ok := c.(*mcp.ImageContent); ok {
@@ -66,7 +66,7 @@ func TestLookInside(t *testing.T) {
 	if cfg, err := png.DecodeConfig(bytes.NewReader(img.Data)); err != nil || cfg.Width != 540 || cfg.Height != 1200 {
 		t.Errorf("screenshot = %+v, %v; want 540×1200 from the app's 1080×2400", cfg, err)
 	}
-	res = callTool(t, cs, "flutter_screenshot", map[string]any{"max_width": 1080, "max_bytes": 4 << 20}, nil)
+	res = callTool(t, cs, "flutter_inspect", map[string]any{"what": "screenshot", "max_width": 1080, "max_bytes": 4 << 20}, nil)
 	if !strings.Contains(toolText(res), ": 1080×2400 (the app drew 1080×2400)") {
 		t.Errorf("a bigger cap on request: %s", toolText(res))
 	}
@@ -78,20 +78,21 @@ func TestLookInside(t *testing.T) {
 		c := viaShimWith(e, fakeflutter.EnvInspectorDelayMS+"=1500")(t, "late", root, nil)
 		id := run(c, nil)
 		var tree widgetTreeOut
+		// (by the tool's old name, which still answers)
 		if res := callTool(t, c, "flutter_widget_tree", nil, &tree); res.IsError || tree.Widgets == 0 {
 			t.Errorf("the widget tree of an app whose inspector came late = %v %s", res.IsError, toolText(res))
 		}
 		callTool(t, c, "flutter_stop", map[string]any{"run_id": id}, nil)
 	})
 	for _, tc := range []struct {
-		name, mode, tool, want string
+		name, mode, what, want string
 		vars                   []string
 	}{
-		{"release", "release", "flutter_widget_tree", "is a release build: it has no VM service", nil},
-		{"release screenshot", "release", "flutter_screenshot", "is a release build", nil},
-		{"profile", "profile", "flutter_widget_tree", "is a profile build: the widget inspector exists only in debug builds", nil},
-		{"no capture", "", "flutter_screenshot", "Could not capture image screenshot.", []string{fakeflutter.EnvNoScreenshot + "=1"}},
-		{"inspector never registered", "", "flutter_widget_tree", "has not registered the widget inspector within 5s", []string{fakeflutter.EnvInspectorDelayMS + "=600000"}},
+		{"release", "release", "widgets", "is a release build: it has no VM service", nil},
+		{"release screenshot", "release", "screenshot", "is a release build", nil},
+		{"profile", "profile", "widgets", "is a profile build: the widget inspector exists only in debug builds", nil},
+		{"no capture", "", "screenshot", "Could not capture image screenshot.", []string{fakeflutter.EnvNoScreenshot + "=1"}},
+		{"inspector never registered", "", "widgets", "has not registered the widget inspector within 5s", []string{fakeflutter.EnvInspectorDelayMS + "=600000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := viaShimWith(e, tc.vars...)(t, tc.name, root, nil)
@@ -100,9 +101,9 @@ func TestLookInside(t *testing.T) {
 				args["mode"] = tc.mode
 			}
 			id := run(c, args)
-			res := callTool(t, c, tc.tool, nil, nil)
+			res := callTool(t, c, "flutter_inspect", map[string]any{"what": tc.what}, nil)
 			if !res.IsError || !strings.Contains(toolText(res), tc.want) {
-				t.Errorf("%s = %v %q, want an error saying %q", tc.tool, res.IsError, toolText(res), tc.want)
+				t.Errorf("flutter_inspect %s = %v %q, want an error saying %q", tc.what, res.IsError, toolText(res), tc.want)
 			}
 			callTool(t, c, "flutter_stop", map[string]any{"run_id": id}, nil)
 		})

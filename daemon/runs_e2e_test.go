@@ -611,27 +611,27 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 	cs := viaShim(e)(t, "tools", root, nil)
 
 	var devs devicesResult
-	if res := callTool(t, cs, "flutter_devices", nil, &devs); res.IsError || len(devs.Devices) == 0 {
+	if res := callTool(t, cs, "flutter_sdk", map[string]any{"command": "devices"}, &devs); res.IsError || len(devs.Devices) == 0 {
 		t.Fatalf("flutter_devices = %+v %s, want devices", devs, toolText(res))
 	}
 	if d := devs.Devices[0]; d.ID == "" || d.TargetPlatform == "" {
 		t.Errorf("device %+v lacks its id or platform", d)
 	}
 	var doc doctorResult
-	if res := callTool(t, cs, "flutter_doctor", nil, &doc); res.IsError || doc.ExitCode != 0 || !strings.Contains(doc.Report, "Doctor summary") {
+	if res := callTool(t, cs, "flutter_sdk", map[string]any{"command": "doctor"}, &doc); res.IsError || doc.ExitCode != 0 || !strings.Contains(doc.Report, "Doctor summary") {
 		t.Errorf("flutter_doctor = %+v %s", doc, toolText(res))
 	}
 	if strings.Contains(doc.Report, "started: ") || strings.Contains(doc.Report, "exited: ") {
 		t.Errorf("flutter_doctor's report holds flyd's own lines:\n%s", doc.Report)
 	}
 
-	if res := callTool(t, cs, "flutter_create", map[string]any{"directory": "packages/demo_app"}, nil); !res.IsError || !strings.Contains(toolText(res), "confirm: true") {
+	if res := callTool(t, cs, "flutter_sdk", map[string]any{"command": "create", "directory": "packages/demo_app"}, nil); !res.IsError || !strings.Contains(toolText(res), "confirm: true") {
 		t.Errorf("flutter_create without confirm = %s, want a refusal asking for confirm", toolText(res))
 	}
 	if _, err := os.Stat(filepath.Join(root, "packages", "demo_app")); err == nil {
 		t.Fatal("flutter_create wrote files without confirm")
 	}
-	if res := callTool(t, cs, "flutter_create", map[string]any{"directory": "../outside", "confirm": true}, nil); !res.IsError {
+	if res := callTool(t, cs, "flutter_sdk", map[string]any{"command": "create", "directory": "../outside", "confirm": true}, nil); !res.IsError {
 		t.Errorf("flutter_create outside the workspace succeeded")
 	}
 	var created createResult
@@ -640,6 +640,11 @@ func TestOneShotToolsAndLimits(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "packages", "demo_app", "pubspec.yaml")); err != nil {
 		t.Errorf("flutter_create made no project: %v", err)
+	}
+	for _, bad := range []map[string]any{{"command": "upgrade"}, {"command": "devices", "directory": "x"}} {
+		if res := callTool(t, cs, "flutter_sdk", bad, nil); !res.IsError || !strings.Contains(toolText(res), "command") {
+			t.Errorf("flutter_sdk %v = %s, want a refusal naming the command", bad, toolText(res))
+		}
 	}
 
 	// Two live runs per workspace; the third is refused with what to do.

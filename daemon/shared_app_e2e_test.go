@@ -210,7 +210,7 @@ func TestTwoAgentsOneApp(t *testing.T) {
 		callTool(t, a, "runs_list", nil, &list)
 		return list.Runs[0].Claim == nil
 	})
-	if res := callTool(t, a, "flutter_hot_restart", map[string]any{"run_id": run.RunID}, &out); res.IsError || !out.Applied {
+	if res := callTool(t, a, "flutter_hot_reload", map[string]any{"run_id": run.RunID, "restart": true}, &out); res.IsError || !out.Applied {
 		t.Errorf("A's restart after B left = %+v: %s", out, toolText(res))
 	}
 	// The restart (a new isolate) keeps errors flowing.

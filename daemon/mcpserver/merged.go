@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -90,8 +91,12 @@ type readResult struct {
 // maxReadLine bounds the line a files_read may start at.
 const maxReadLine = 10_000_000
 
+// maxLineRead is the most of one line files_read shows.
+const maxLineRead = 4 << 10
+
 // filesRead is files_read: a workspace file's lines, numbered, within
-// the text budget, for clients that do not read resources.
+// the text budget, for clients that do not read resources. The file is
+// read as a stream, so a file of any size can be paged through.
 func (t tools) filesRead(ctx context.Context, req *mcp.CallToolRequest, p readParams) (*mcp.CallToolResult, readResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
@@ -100,47 +105,86 @@ func (t tools) filesRead(ctx context.Context, req *mcp.CallToolRequest, p readPa
 	if p.Line < 0 || p.Line > maxReadLine || p.Lines < 0 {
 		return nil, readResult{}, fmt.Errorf("line is 1 to %d and lines positive", maxReadLine)
 	}
+	// A refusal is the agent's to read: a tool error, not a protocol one.
 	rel, err := checkRelPath("/" + strings.TrimPrefix(p.Path, "/"))
 	if err != nil {
-		return nil, readResult{}, err
+		return nil, readResult{}, errors.New(err.Error())
 	}
 	uri := workspaceURI(rel)
 	if why := t.s.cfg.Rules.Refusal(rel); why != "" {
-		return nil, readResult{}, notFound(uri, why)
+		return nil, readResult{}, errors.New(notFound(uri, why).Error())
 	}
-	c, err := readFile(sess.ws.Index().Root(), uri, rel, byteRange{}, t.s.cfg.MaxReadBytes)
+	f, _, err := openServed(sess.ws.Index().Root(), uri, rel)
 	if err != nil {
-		return nil, readResult{}, err
+		return nil, readResult{}, errors.New(err.Error())
 	}
+	defer f.Close()
 	sess.FileRead()
-	lines := strings.SplitAfter(c.text, "\n")
-	if n := len(lines); n > 0 && lines[n-1] == "" {
-		lines = lines[:n-1]
-	}
 	first := max(p.Line, 1)
-	res := readResult{URI: uri, FromLine: first, Total: len(lines)}
-	if first > len(lines) && len(lines) > 0 {
-		return nil, readResult{}, fmt.Errorf("line %d is past the end of %s (%d lines)", first, rel, len(lines))
-	}
+	res := readResult{URI: uri, FromLine: first}
 	var b strings.Builder
-	i := first - 1
-	for ; i < len(lines); i++ {
-		if p.Lines > 0 && i-(first-1) == p.Lines {
+	r := bufio.NewReaderSize(f, 64<<10)
+	n, scanned := 0, 0 // lines and bytes read
+	for ctx.Err() == nil && scanned < maxReadScan {
+		line, size, cut, err := readLine(r)
+		if err != nil && size == 0 {
 			break
 		}
-		l := fmt.Sprintf("%d\t%s", i+1, lines[i])
-		if !strings.HasSuffix(l, "\n") {
-			l += "\n"
+		n++
+		scanned += size
+		switch {
+		case n < first:
+			continue
+		case res.Truncated:
+			continue // counting the rest
+		case (p.Lines > 0 && n-first == p.Lines) || (b.Len()+len(line) > defaultTextBudget && n > first):
+			res.Truncated, res.NextLine = true, n
+			continue
 		}
-		if b.Len()+len(l) > defaultTextBudget && i > first-1 {
-			break
+		if cut {
+			line += "… (line cut)"
 		}
-		b.WriteString(l)
+		fmt.Fprintf(&b, "%d\t%s\n", n, strings.ToValidUTF8(line, "\uFFFD"))
+		res.ToLine = n
 	}
-	res.ToLine = i
-	if i < len(lines) {
-		res.Truncated, res.NextLine = true, i+1
-		fmt.Fprintf(&b, "… %d more lines: call again with line=%d\n", len(lines)-i, i+1)
+	if first > n && n > 0 {
+		return nil, readResult{}, fmt.Errorf("line %d is past the end of %s (%d lines)", first, rel, n)
+	}
+	more := "lines"
+	if scanned < maxReadScan {
+		res.Total = n
+	} else {
+		more = "lines at least"
+		if !res.Truncated && res.ToLine > 0 {
+			res.Truncated, res.NextLine = true, res.ToLine+1
+		}
+	}
+	if res.Truncated {
+		fmt.Fprintf(&b, "… %d more %s: call again with line=%d\n", n-res.NextLine+1, more, res.NextLine)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, res, nil
+}
+
+// maxReadScan bounds the bytes of a file one files_read goes through
+// (to its page, then counting the lines after it).
+const maxReadScan = 64 << 20
+
+// readLine reads one line, returning at most maxLineRead bytes of it
+// (cut when there were more), without its end, and how many bytes it
+// took in the file; err is set at the end of the file.
+func readLine(r *bufio.Reader) (line string, size int, cut bool, err error) {
+	var sb strings.Builder
+	for {
+		chunk, isPrefix, e := r.ReadLine()
+		size += len(chunk)
+		if sb.Len() < maxLineRead {
+			sb.Write(chunk[:min(len(chunk), maxLineRead-sb.Len())])
+		}
+		if e != nil || !isPrefix {
+			if e == nil {
+				size++ // the line end
+			}
+			return strings.TrimSuffix(sb.String(), "\r"), size, size-1 > maxLineRead, e
+		}
+	}
 }
