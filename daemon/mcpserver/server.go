@@ -122,6 +122,7 @@ func New(cfg Config) *Server {
 		CompletionHandler:         s.complete,
 		UnsubscribeHandler:        s.unsubscribe,
 		SupportedProtocolVersions: ProtocolVersions(),
+		SetCacheable:              setCacheable,
 		Capabilities: &mcp.ServerCapabilities{
 			Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
 			//lint:ignore SA1019 the session-ful versions flyd serves have logging; upstreams use it
@@ -153,7 +154,7 @@ func New(cfg Config) *Server {
 	}, s.readErrors)
 	s.addTools(srv)
 	s.addPrompts(srv)
-	srv.AddReceivingMiddleware(s.logRequests, s.perSession)
+	srv.AddReceivingMiddleware(s.logRequests, s.cacheHints, s.perSession)
 	s.mcp = srv
 	return s
 }
@@ -282,6 +283,18 @@ func sessionID(req mcp.Request) string {
 		return ss.ID()
 	}
 	return ""
+}
+
+// cacheHints puts the caching hint on every result that carries one,
+// whoever built it: the SDK, flyd or an upstream.
+func (s *Server) cacheHints(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil && res != nil {
+			withCacheHint(method, res)
+		}
+		return res, err
+	}
 }
 
 // perSession answers what the SDK cannot know per session: the resource
