@@ -42,6 +42,11 @@ type workspace struct {
 	overview *overview.Overview // cached; nil when stale
 	modules  *modules.Builder   // keeps what it read of each file until it changes
 	graph    *modules.Graph     // cached; nil when stale
+	graphGen uint64             // moves with every change that makes graph stale
+
+	// building serialises module builds, outside mu: a build reads files,
+	// and nothing else of the workspace waits for it.
+	building sync.Mutex
 }
 
 // Root implements mcpserver.Workspace.
@@ -74,24 +79,32 @@ func (w *workspace) Overview() (*overview.Overview, error) {
 // Modules implements mcpserver.Workspace: the cached module graph, built
 // again once a change made it stale (reading only the files that changed).
 func (w *workspace) Modules() (*modules.Graph, error) {
+	w.building.Lock()
+	defer w.building.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.graph != nil {
-		return w.graph, nil
-	}
+	g, gen := w.graph, w.graphGen
 	if w.modules == nil {
 		w.modules = modules.NewBuilder()
+	}
+	b := w.modules
+	w.mu.Unlock()
+	if g != nil {
+		return g, nil
 	}
 	files := w.index.Files()
 	paths := make([]string, len(files))
 	for i, f := range files {
 		paths[i] = f.Path
 	}
-	g, err := w.modules.Build(w.fsys(), paths)
+	g, err := b.Build(w.fsys(), paths)
 	if err != nil {
 		return nil, err
 	}
-	w.graph = g
+	w.mu.Lock()
+	if w.graphGen == gen { // else a change came meanwhile: the next read builds again
+		w.graph = g
+	}
+	w.mu.Unlock()
 	return g, nil
 }
 
@@ -106,10 +119,12 @@ func (s *Server) workspaceChanged(w *workspace, c index.Change) {
 	if modules.Stale(c.Added, c.Updated, c.Removed) {
 		w.mu.Lock()
 		w.graph = nil
-		if w.modules != nil {
-			w.modules.Forget(slices.Concat(c.Updated, c.Removed)...)
-		}
+		w.graphGen++
+		b := w.modules
 		w.mu.Unlock()
+		if b != nil {
+			b.Forget(slices.Concat(c.Updated, c.Removed)...)
+		}
 	}
 	conn := w.connected()
 	sessions := make([]mcpserver.Session, len(conn))

@@ -137,7 +137,7 @@ func add[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler
 	}
 	t.InputSchema = in
 	s.own[t.Name] = true
-	s.tools[t.Name] = ownTool{tags: append(tags, presetAll)}
+	s.tools[t.Name] = ownTool{tags: append(slices.Clone(tags), presetAll)}
 	mcp.AddTool(srv, t, h)
 }
 

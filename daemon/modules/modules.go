@@ -98,6 +98,7 @@ var featureParents = []string{"features", "feature", "modules", "ui", "screens",
 type Builder struct {
 	mu      sync.Mutex
 	imports map[string][]string // path → the URIs it imports or exports
+	epoch   uint64              // moves with every Forget: a read from before is not kept
 }
 
 // NewBuilder returns an empty Builder.
@@ -107,6 +108,7 @@ func NewBuilder() *Builder { return &Builder{imports: make(map[string][]string)}
 func (b *Builder) Forget(paths ...string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.epoch++
 	for _, p := range paths {
 		delete(b.imports, p)
 	}
@@ -358,6 +360,7 @@ func (b *Builder) read(root *os.Root, files []string, g *Graph) {
 			todo = append(todo, f)
 		}
 	}
+	epoch := b.epoch
 	b.mu.Unlock()
 	if len(todo) > maxDartRead {
 		g.Errors = append(g.Errors, fmt.Sprintf("%d Dart files; the imports of only %d were read", len(todo), maxDartRead))
@@ -376,7 +379,9 @@ func (b *Builder) read(root *os.Root, files []string, g *Graph) {
 				}
 				mu.Unlock()
 				b.mu.Lock()
-				b.imports[f] = uris
+				if b.epoch == epoch {
+					b.imports[f] = uris
+				}
 				b.mu.Unlock()
 			}
 		})

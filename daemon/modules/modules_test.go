@@ -176,3 +176,35 @@ func FuzzDirectives(f *testing.F) {
 		}
 	})
 }
+
+// TestBuilderKeepsUntilForget: a rebuild reads only what it was told
+// changed, and sees the change.
+func TestBuilderKeepsUntilForget(t *testing.T) {
+	dir := t.TempDir()
+	tree := map[string]string{
+		"pubspec.yaml": "name: app\n",
+		"lib/a/a.dart": "import '../b/b.dart';\n",
+		"lib/b/b.dart": "",
+		"lib/c/c.dart": "",
+	}
+	flytest.WriteTree(t, dir, tree)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	files := []string{"lib/a/a.dart", "lib/b/b.dart", "lib/c/c.dart", "pubspec.yaml"}
+	b := NewBuilder()
+	g, _ := b.Build(root, files)
+	if got := g.Find("a").Imports; !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("a imports %v", got)
+	}
+	flytest.WriteTree(t, dir, map[string]string{"lib/a/a.dart": "import '../c/c.dart';\n"})
+	if g, _ := b.Build(root, files); !slices.Equal(g.Find("a").Imports, []string{"b"}) {
+		t.Errorf("a rebuild read a file it was not told changed: %v", g.Find("a").Imports)
+	}
+	b.Forget("lib/a/a.dart")
+	if g, _ := b.Build(root, files); !slices.Equal(g.Find("a").Imports, []string{"c"}) {
+		t.Errorf("after Forget, a imports %v, want c", g.Find("a").Imports)
+	}
+}
