@@ -43,7 +43,7 @@ func (d *dirCache) openDir(root *os.Root, rel string) int {
 		}
 		d.parent, d.pf = parent, nil
 		if dir != "." {
-			if f, err := root.Open(filepath.FromSlash(parent)); err == nil {
+			if f, err := openDirIn(root, parent); err == nil {
 				d.pf = f
 			}
 		}
@@ -55,7 +55,7 @@ func (d *dirCache) openDir(root *os.Root, rel string) int {
 			return fd
 		}
 	}
-	f, err := root.Open(filepath.FromSlash(dir)) // a symlink inside the root, or the root itself
+	f, err := openDirIn(root, dir) // a symlink inside the root, or the root itself
 	if err != nil {
 		return -1
 	}
@@ -166,4 +166,10 @@ func readFull(f *os.File, buf []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// openDirIn opens the directory rel through root without blocking: a
+// FIFO put where a directory was fails instead of hanging the open.
+func openDirIn(root *os.Root, rel string) (*os.File, error) {
+	return root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 }

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -399,14 +400,11 @@ var directiveRE = regexp.MustCompile(`^\s*(?:import|export)\s+['"]([^'"]+)['"]`)
 // directives returns the URIs a Dart file imports or exports, from its
 // head.
 func directives(root *os.Root, name string) ([]string, error) {
-	f, err := root.Open(name)
+	f, err := openRegular(root, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
 	sc := bufio.NewScanner(io.LimitReader(f, headBytes))
 	sc.Buffer(make([]byte, 0, 4096), headBytes)
 	uris := []string{}
@@ -425,14 +423,11 @@ func directives(root *os.Root, name string) ([]string, error) {
 
 // readPubspec reads a package's name and description.
 func readPubspec(root *os.Root, name string) (pkgName, desc string, err error) {
-	f, err := root.Open(name)
+	f, err := openRegular(root, name)
 	if err != nil {
 		return "", "", err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", "", fmt.Errorf("%s: not a regular file", name)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPubspec+1))
 	if err != nil {
 		return "", "", err
@@ -467,4 +462,19 @@ func unmarshal(data []byte, v any) (err error) {
 		}
 	}()
 	return yaml.Unmarshal(data, v)
+}
+
+// openRegular opens name through root for reading, never blocking (a
+// FIFO put where a file was would hang a blocking open), and only if it
+// is a regular file.
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	return f, nil
 }

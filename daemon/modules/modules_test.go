@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fly-dev/fly/internal/flytest"
@@ -206,5 +207,26 @@ func TestBuilderKeepsUntilForget(t *testing.T) {
 	b.Forget("lib/a/a.dart")
 	if g, _ := b.Build(root, files); !slices.Equal(g.Find("a").Imports, []string{"c"}) {
 		t.Errorf("after Forget, a imports %v, want c", g.Find("a").Imports)
+	}
+}
+
+// TestFIFONeverBlocks: a FIFO where a Dart file or a pubspec was is
+// skipped, not waited on.
+func TestFIFONeverBlocks(t *testing.T) {
+	dir := t.TempDir()
+	flytest.WriteTree(t, dir, map[string]string{"lib/a/a.dart": "import '../b/b.dart';\n", "lib/b/b.dart": ""})
+	for _, p := range []string{"pubspec.yaml", "lib/a/fifo.dart"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, filepath.FromSlash(p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	g, err := NewBuilder().Build(root, []string{"lib/a/a.dart", "lib/a/fifo.dart", "lib/b/b.dart", "pubspec.yaml"})
+	if err != nil || !slices.Equal(g.Find("a").Imports, []string{"b"}) || len(g.Errors) != 2 {
+		t.Errorf("a tree with FIFOs: %v, %+v", err, g)
 	}
 }
