@@ -95,6 +95,11 @@ func (a *API) Register(mux *http.ServeMux) {
 // blocks.
 func (a *API) Changed() { a.changes.bump() }
 
+// NextChange returns a channel closed at the next change of the status
+// document (what /v1/events sends): take it before looking at the
+// status, so that no change falls between the look and the wait.
+func (a *API) NextChange() <-chan struct{} { return a.changes.wait() }
+
 // RunChanged is called at every state change of a run: the status
 // changed, and an ended run's shared log lines are dropped.
 func (a *API) RunChanged(r *runs.Run) {
