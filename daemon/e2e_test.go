@@ -23,8 +23,9 @@ import (
 
 // sharedScenario: two clients on one workspace share one index; a change
 // reaches only the subscribed session; a new file tells everyone the list
-// changed. It runs in-process and through the real shim and daemon.
-func sharedScenario(t *testing.T, connect connector, status func() *Status) {
+// changed. It runs in-process and through the real shim and daemon, with
+// clients of either era (newNotes or modernNotes).
+func sharedScenario(t *testing.T, connect connector, status func() *Status, era func() *notes) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
 		"pubspec.yaml":           "name: demo\n",
@@ -33,7 +34,7 @@ func sharedScenario(t *testing.T, connect connector, status func() *Status) {
 		"build/out.dart":         "skipped\n",
 		"android/key.properties": "storePassword=x\n",
 	})
-	na, nb := newNotes(), newNotes()
+	na, nb := era(), era()
 	a := connect(t, "client-a", root, na)
 	b := connect(t, "client-b", root, nb)
 
@@ -58,13 +59,8 @@ func sharedScenario(t *testing.T, connect connector, status func() *Status) {
 		}
 	}
 
-	ctx := context.Background()
-	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "workspace:///lib/main.dart"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Subscribe(ctx, &mcp.SubscribeParams{URI: "workspace:///lib/other.dart"}); err != nil {
-		t.Fatal(err)
-	}
+	na.subscribe(t, a, "workspace:///lib/main.dart")
+	nb.subscribe(t, b, "workspace:///lib/other.dart")
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() { print(1); }\n"})
 	na.waitUpdated(t, "workspace:///lib/main.dart")
 	writeTree(t, root, map[string]string{"lib/other.dart": "// changed\n"})
@@ -84,23 +80,37 @@ func sharedScenario(t *testing.T, connect connector, status func() *Status) {
 	if !slices.Contains(lb, "workspace:///lib/new_page.dart") {
 		t.Fatalf("new file missing from list after list_changed: %v", lb)
 	}
+	if n := na.unstamped.Load() + nb.unstamped.Load(); n > 0 {
+		t.Fatalf("%d notifications to 2026-07-28 clients lack the id of their listen stream", n)
+	}
 }
 
+// eras are the two kinds of client every end-to-end scenario runs with.
+var eras = map[string]func() *notes{"2025-11-25": newNotes, "2026-07-28": modernNotes}
+
 func TestSharedWorkspaceInProcess(t *testing.T) {
-	sharedScenario(t, inProcess(newTestServer(t)), nil)
+	for name, era := range eras {
+		t.Run(name, func(t *testing.T) {
+			sharedScenario(t, inProcess(newTestServer(t)), nil, era)
+		})
+	}
 }
 
 func TestSharedWorkspaceThroughShim(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
-	e := flytest.NewEnv(t)
-	flytest.StartFlyd(t, e)
-	sharedScenario(t, viaShim(e), func() *Status {
-		st, err := getStatus(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	})
+	for name, era := range eras {
+		t.Run(name, func(t *testing.T) {
+			e := flytest.NewEnv(t)
+			flytest.StartFlyd(t, e)
+			sharedScenario(t, viaShim(e), func() *Status {
+				st, err := getStatus(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}, era)
+		})
+	}
 }
 
 // TestPagingLargeWorkspace pages through thousands of files: every served

@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -48,22 +51,92 @@ func getStatus(e *flytest.Env) (*Status, error) { return flytest.Status(e) }
 
 // notes collects what the server sent a client.
 type notes struct {
+	// version is the protocol the client asks for: legacyVersion unless
+	// a test says otherwise (the go-sdk client would try 2026-07-28).
+	version     string
 	updated     chan string
 	listChanged chan struct{}
+	acks        chan mcp.NotificationSubscriptions // listen streams acknowledged (2026-07-28)
+	unstamped   atomic.Int64                       // 2026-07-28 notifications without a subscription id
 }
 
+// legacyVersion is the newest protocol version of the handshake era.
+const legacyVersion = "2025-11-25"
+
 func newNotes() *notes {
-	return &notes{updated: make(chan string, 1000), listChanged: make(chan struct{}, 1000)}
+	return &notes{version: legacyVersion, updated: make(chan string, 1000), listChanged: make(chan struct{}, 1000),
+		acks: make(chan mcp.NotificationSubscriptions, 100)}
+}
+
+// modernNotes are the notes of a client of protocol 2026-07-28.
+func modernNotes() *notes {
+	n := newNotes()
+	n.version = mcpserver.Modern
+	return n
+}
+
+func (n *notes) modern() bool { return mcpserver.IsModern(n.version) }
+
+// stamped counts a notification of a 2026-07-28 session that lacks the
+// id of the listen stream it belongs to.
+func (n *notes) stamped(meta mcp.Meta) {
+	if _, ok := meta[mcp.MetaKeySubscriptionID]; n.modern() && !ok {
+		n.unstamped.Add(1)
+	}
 }
 
 func (n *notes) options() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			n.stamped(r.Params.Meta)
 			n.updated <- r.Params.URI
 		},
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+		ResourceListChangedHandler: func(_ context.Context, r *mcp.ResourceListChangedRequest) {
+			n.stamped(r.Params.Meta)
 			n.listChanged <- struct{}{}
 		},
+	}
+}
+
+// watchAcks records the client's listen acknowledgements in n.acks.
+func (n *notes) watchAcks(c *mcp.Client) {
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && method == "notifications/subscriptions/acknowledged" {
+				select {
+				case n.acks <- p.Notifications:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// waitAck waits for a listen stream's acknowledgement, returning what it
+// agreed to.
+func (n *notes) waitAck(t testing.TB) mcp.NotificationSubscriptions {
+	t.Helper()
+	select {
+	case a := <-n.acks:
+		return a
+	case <-time.After(15 * time.Second):
+		t.Fatal("no notifications/subscriptions/acknowledged within 15s")
+	}
+	return mcp.NotificationSubscriptions{}
+}
+
+// subscribe subscribes the client to uri: resources/subscribe, or a
+// listen stream that it waits to see acknowledged.
+func (n *notes) subscribe(t testing.TB, cs *mcp.ClientSession, uri string) {
+	t.Helper()
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribe %s: %v", uri, err)
+	}
+	if n.modern() {
+		if a := n.waitAck(t); !slices.Equal(a.ResourceSubscriptions, []string{uri}) {
+			t.Fatalf("listen for %s acknowledged %+v", uri, a)
+		}
 	}
 }
 
@@ -135,11 +208,21 @@ func connectClient(t testing.TB, name string, tr mcp.Transport, n *notes) *mcp.C
 		n = newNotes()
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, n.options())
+	n.watchAcks(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, tr, nil)
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: n.version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; n.modern() != mcpserver.IsModern(got) {
+		t.Fatalf("connect %s asking for %s: got %s", name, n.version, got)
+	}
+	if n.modern() {
+		// The client opened its stream for list changes as it connected.
+		if a := n.waitAck(t); !a.ResourcesListChanged {
+			t.Fatalf("%s: the connect's listen stream was acknowledged without resources list changes: %+v", name, a)
+		}
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -167,7 +167,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session),
-		http: httpSessions{m: make(map[string]*httpSession)}}
+		http: httpSessions{m: make(map[string]*httpSession), byClient: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
 	s.ws.opened = func() {
@@ -437,75 +437,89 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // serveSession connects sess over t and blocks until the session ends.
 // It owns the session's registration and its workspace reference.
 func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *session) error {
-	s.conns.Add(1)
-	defer s.conns.Done()
-	defer func() {
-		if w := sess.workspace(); w != nil {
-			s.ws.release(w)
-		}
-	}()
-	sess.since = time.Now()
-	sess.subs = make(map[string]bool)
-
-	s.mu.Lock()
-	s.sessions[sess.id] = sess
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sessions, sess.id)
-		s.mu.Unlock()
-	}()
-
+	end := s.openSession(sess)
 	ss, err := s.surface.MCP().Connect(ctx, sessionTransport{Transport: t, sess: sess, timeout: s.cfg.WriteTimeout, log: s.log}, nil)
 	if err != nil {
 		if sess.connected != nil {
 			close(sess.connected)
 		}
+		end(nil)
 		return fmt.Errorf("connect: %w", err)
 	}
 	sess.ss.Store(ss)
 	if sess.connected != nil {
 		close(sess.connected)
 	}
+	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "peer_pid", sess.peerPID)
+	end(ss.Wait())
+	return nil
+}
+
+// openSession registers sess: in the session table (before its SDK
+// session connects, so that its requests find it), with the upstreams
+// and in its workspace. The returned function undoes that, once the
+// session has ended with err: its claims end, its record is kept, its
+// workspace reference is released.
+func (s *Server) openSession(sess *session) (end func(err error)) {
+	s.conns.Add(1)
+	sess.since = time.Now()
+	sess.subs = make(map[string]bool)
+	s.mu.Lock()
+	s.sessions[sess.id] = sess
+	s.mu.Unlock()
 	if s.up != nil {
 		s.up.Join(sess)
-		defer s.up.Leave(sess)
 	}
 	if w := sess.workspace(); w != nil {
 		w.mu.Lock()
 		w.sessions[sess] = true
 		w.mu.Unlock()
 	}
-	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "peer_pid", sess.peerPID)
 	s.api.Changed()
-	defer s.api.Changed()
-
-	err = ss.Wait()
-	s.surface.SessionEnded(sess.id) // its claims end with it
-
-	info := sess.info()
-	info.Ended = time.Now()
-	if w := sess.workspace(); w != nil {
-		w.mu.Lock()
-		delete(w.sessions, sess)
-		w.recent = append(w.recent, info)
-		if len(w.recent) > maxRecentSessions {
-			w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+	return func(err error) {
+		defer s.conns.Done()
+		defer s.api.Changed()
+		if s.up != nil {
+			s.up.Leave(sess)
 		}
-		w.mu.Unlock()
+		s.surface.SessionEnded(sess.id) // its claims end with it
+		info := sess.info()
+		info.Ended = time.Now()
+		w := sess.workspace()
+		if w != nil {
+			w.mu.Lock()
+			delete(w.sessions, sess)
+			w.recent = append(w.recent, info)
+			if len(w.recent) > maxRecentSessions {
+				w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+			}
+			w.mu.Unlock()
+		}
+		s.mu.Lock()
+		delete(s.sessions, sess.id)
+		s.mu.Unlock()
+		if info.ClientName != "" || sess.ss.Load() != nil {
+			s.saveSession(info)
+		}
+		if w != nil {
+			s.ws.release(w)
+		}
+		s.log.Info("session ended", logSession, sess.id, "client", info.ClientName, "files_read", info.FilesRead)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Debug("session connection", logSession, sess.id, logErr, err)
+		}
 	}
+}
+
+// saveSession keeps an ended session's record in the store.
+func (s *Server) saveSession(info SessionInfo) {
 	if db := s.db; db != nil {
 		// store.Session has SessionInfo's fields: the conversion fails to
 		// compile if they drift apart.
 		if err := db.PutSession(store.Session(info)); err != nil {
-			s.log.Warn("save ended session", logSession, sess.id, logErr, err)
+			s.log.Warn("save ended session", logSession, info.ID, logErr, err)
 		}
 	}
-	s.log.Info("session ended", logSession, sess.id, "client", info.ClientName, "files_read", info.FilesRead)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Debug("session connection", logSession, sess.id, logErr, err)
-	}
-	return nil
 }
 
 // Log attribute keys.

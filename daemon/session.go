@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,17 +42,64 @@ type session struct {
 
 	ss atomic.Pointer[mcp.ServerSession]
 
+	// stateless marks a session of a 2026-07-28 client over HTTP: it has
+	// no SDK session of its own but one per request, each on a connection
+	// of its own (see stateless.go).
+	stateless bool
+
 	filesRead   atomic.Int64
 	toolsCalled atomic.Int64
 
-	mu   sync.Mutex
-	subs map[string]bool // subscribed resource URIs, without query
+	// notifyMu orders a listen stream's acknowledgement with the
+	// notifications to it; both only queue, never wait.
+	notifyMu  sync.Mutex
+	mu        sync.Mutex
+	subs      map[string]bool             // subscribed resource URIs, without query (handshake era)
+	notifiers map[string]mcpconn.Notifier // its connections, by SDK session id
+	listens   []*listenStream             // its open subscriptions/listen streams (2026-07-28)
+	named     [2]string                   // a stateless client's name and version, from its last request
 }
 
+// listenStream is one subscriptions/listen stream of a 2026-07-28
+// client: what it agreed to, and where its notifications go.
+type listenStream struct {
+	id   any // the listen request's id: each notification carries it
+	to   mcpconn.Notifier
+	want mcp.NotificationSubscriptions
+	uris map[string]bool
+}
+
+// wants reports whether the stream asked for this notification.
+func (l *listenStream) wants(method string, params any) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return l.want.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return l.want.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return l.want.ResourcesListChanged
+	case "notifications/resources/updated":
+		p, ok := params.(*mcp.ResourceUpdatedNotificationParams)
+		return ok && l.uris[p.URI]
+	}
+	return false // logging and the like: 2026-07-28 has them on the request that caused them only
+}
+
+// subscribed reports whether the client wants to hear of uri changing:
+// by resources/subscribe, or on one of its listen streams.
 func (s *session) subscribed(uri string) bool {
+	modern := s.modern()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.subs[uri]
+	if !modern {
+		return s.subs[uri]
+	}
+	for _, l := range s.listens {
+		if l.uris[uri] {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *session) setSubscribed(uri string, on bool) {
@@ -64,20 +113,73 @@ func (s *session) setSubscribed(uri string, on bool) {
 }
 
 // ready reports whether the client has initialized: only then may it get
-// notifications.
+// notifications. A 2026-07-28 client is ready from its first request.
 func (s *session) ready() bool {
+	if s.stateless {
+		return true
+	}
 	ss := s.ss.Load()
 	return ss != nil && ss.InitializeParams() != nil
 }
 
-// client returns the name and version the client gave in initialize.
+// modern reports whether the client speaks 2026-07-28: it gets
+// notifications on its listen streams only.
+func (s *session) modern() bool {
+	if s.stateless {
+		return true
+	}
+	if ss := s.ss.Load(); ss != nil {
+		if p := ss.InitializeParams(); p != nil {
+			return mcpserver.IsModern(p.ProtocolVersion)
+		}
+	}
+	return false
+}
+
+// client returns the name and version the client gave in initialize, or
+// in its requests' _meta; bounded, as they are shown.
 func (s *session) client() (name, version string) {
+	if s.stateless {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.named[0], s.named[1]
+	}
 	if ss := s.ss.Load(); ss != nil {
 		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			return p.ClientInfo.Name, p.ClientInfo.Version
+			return mcpconn.BoundText(p.ClientInfo.Name, mcpconn.MaxClientName), mcpconn.BoundText(p.ClientInfo.Version, mcpconn.MaxClientName)
 		}
 	}
 	return "", ""
+}
+
+// setClient records what a stateless client says of itself.
+func (s *session) setClient(c *mcp.Implementation) {
+	if c == nil {
+		return
+	}
+	name, version := mcpconn.BoundText(c.Name, mcpconn.MaxClientName), mcpconn.BoundText(c.Version, mcpconn.MaxClientName)
+	s.mu.Lock()
+	s.named = [2]string{name, version}
+	s.mu.Unlock()
+}
+
+// addConn records a connection of the session, which its listen streams
+// may use; dropConn forgets it, with the streams on it.
+func (s *session) addConn(id string, n mcpconn.Notifier) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notifiers == nil {
+		s.notifiers = make(map[string]mcpconn.Notifier)
+	}
+	s.notifiers[id] = n
+}
+
+func (s *session) dropConn(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notifiers[id]
+	delete(s.notifiers, id)
+	s.listens = slices.DeleteFunc(s.listens, func(l *listenStream) bool { return l.to == n })
 }
 
 // SessionInfo describes a session in fly://sessions/* and /v1/status:
@@ -117,6 +219,7 @@ type sessionTransport struct {
 	sess    *session
 	timeout time.Duration // of one write
 	log     *slog.Logger
+	abort   func() // if not nil, replaces the session's: closes this connection's network connection
 }
 
 func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -126,10 +229,17 @@ func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	n, ok := c.(mcpconn.Notifier)
 	if !ok {
-		qc := mcpconn.NewQueued(c, t.sess.id, t.timeout, t.sess.abort, t.log)
+		abort := t.abort
+		if abort == nil {
+			abort = t.sess.abort
+		}
+		qc := mcpconn.NewQueued(c, t.sess.id, t.timeout, abort, t.log)
 		c, n = qc, qc
 	}
-	t.sess.conn = n
+	if !t.sess.stateless {
+		t.sess.conn = n
+	}
+	t.sess.addConn(c.SessionID(), n)
 	return c, nil
 }
 
@@ -147,10 +257,78 @@ func (s *session) Env() map[string]string  { return s.env }
 func (s *session) MCP() *mcp.ServerSession { return s.ss.Load() }
 
 // Notify sends one notification to this client, once it has initialized.
+// A 2026-07-28 client gets it on each listen stream that asked for it,
+// stamped with the stream's id, and not at all otherwise.
 func (s *session) Notify(method string, params any) {
-	if s.ready() {
-		_ = s.conn.Notify(method, params)
+	if !s.ready() {
+		return
 	}
+	if !s.modern() {
+		_ = s.conn.Notify(method, params)
+		return
+	}
+	s.notifyMu.Lock() // after a stream's acknowledgement, not before
+	defer s.notifyMu.Unlock()
+	s.mu.Lock()
+	var to []*listenStream
+	for _, l := range s.listens {
+		if l.wants(method, params) {
+			to = append(to, l)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range to {
+		if p, err := withSubscriptionID(params, l.id); err == nil {
+			_ = l.to.Notify(method, p)
+		}
+	}
+}
+
+// withSubscriptionID returns params with the listen stream's id in its
+// _meta, as 2026-07-28 notifications carry it.
+func withSubscriptionID(params any, id any) (map[string]any, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	meta, _ := m["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[mcp.MetaKeySubscriptionID] = id
+	m["_meta"] = meta
+	return m, nil
+}
+
+// Listen records a listen stream on the connection conn until ctx ends,
+// sending its acknowledgement first (see mcpserver.Session).
+func (s *session) Listen(ctx context.Context, conn string, id any, agreed mcp.NotificationSubscriptions, ack func() error) error {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	if err := ack(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notifiers[conn]
+	if n == nil {
+		return nil // the request is over already
+	}
+	l := &listenStream{id: id, to: n, want: agreed, uris: make(map[string]bool)}
+	for _, u := range agreed.ResourceSubscriptions {
+		l.uris[u] = true
+	}
+	s.listens = append(s.listens, l)
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.listens = slices.DeleteFunc(s.listens, func(o *listenStream) bool { return o == l })
+		s.mu.Unlock()
+	})
+	return nil
 }
 
 // workspace returns the session's workspace, nil while it is unbound.
@@ -196,8 +374,12 @@ func (s *session) Stash(text string) string {
 type sessionTable struct{ s *Server }
 
 func (t sessionTable) Of(ss *mcp.ServerSession) mcpserver.Session {
+	id := ss.ID()
+	if i := strings.IndexByte(id, '.'); i >= 0 {
+		id = id[:i] // a request of a stateless session: see statelessConnID
+	}
 	t.s.mu.Lock()
-	sess := t.s.sessions[ss.ID()]
+	sess := t.s.sessions[id]
 	t.s.mu.Unlock()
 	if sess == nil {
 		return nil

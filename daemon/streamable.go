@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/mcpconn"
@@ -35,8 +36,15 @@ const (
 // session, and the network connections of its requests in flight, which
 // closing the session closes too (a stuck stream write ends only so).
 type httpSession struct {
-	t    *mcp.StreamableServerTransport
+	t    *mcp.StreamableServerTransport // nil for a stateless session (2026-07-28)
 	sess *session
+
+	// A stateless session's: its key in httpSessions.byClient, what ends
+	// it, and the count that names its requests' connections.
+	key  string
+	stop func()
+	once sync.Once
+	seq  atomic.Uint64
 
 	mu     sync.Mutex
 	last   time.Time        // when its last request ended, or began if none has
@@ -92,10 +100,14 @@ func (h *httpSession) abort() {
 	}
 }
 
-// close ends the session at once: the SDK session, then its streams.
+// close ends the session at once: the SDK session (or a stateless
+// one's fly session), then its streams.
 func (h *httpSession) close() {
 	if ss := h.sess.ss.Load(); ss != nil {
 		ss.Close()
+	}
+	if h.stop != nil {
+		h.once.Do(h.stop)
 	}
 	h.abort()
 }
@@ -105,8 +117,9 @@ type connKey struct{}
 
 // httpSessions are the live Streamable HTTP sessions by id.
 type httpSessions struct {
-	mu sync.Mutex
-	m  map[string]*httpSession
+	mu       sync.Mutex
+	m        map[string]*httpSession
+	byClient map[string]*httpSession // the stateless ones, by what identifies their client
 }
 
 func (hs *httpSessions) get(id string) *httpSession {
@@ -117,6 +130,9 @@ func (hs *httpSessions) get(id string) *httpSession {
 
 func (hs *httpSessions) remove(id string) {
 	hs.mu.Lock()
+	if h := hs.m[id]; h != nil && h.key != "" && hs.byClient[h.key] == h {
+		delete(hs.byClient, h.key)
+	}
 	delete(hs.m, id)
 	hs.mu.Unlock()
 }
@@ -128,7 +144,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	if id := r.Header.Get(headerSessionID); id != "" {
 		h := s.http.get(id)
-		if h == nil {
+		if h == nil || h.t == nil { // a stateless session's id names no Mcp-Session-Id
 			http.Error(w, "no such MCP session (flyd restarted, or it was closed): initialize again", http.StatusNotFound)
 			return
 		}
@@ -150,19 +166,26 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
+		if mcpserver.IsModern(r.Header.Get(protocolHeader)) {
+			http.Error(w, "Method Not Allowed: MCP 2026-07-28 has POST only (notifications come on a subscriptions/listen POST)", http.StatusMethodNotAllowed)
+			return
+		}
 		http.Error(w, "no "+headerSessionID+": start a session with an initialize POST", http.StatusBadRequest)
-		return
-	}
-	// Only an initialize starts a session. A client trying a newer,
-	// sessionless protocol first is told which versions flyd speaks, and
-	// falls back.
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcpserver.ProtocolVersions(), v) {
-		http.Error(w, "Bad Request: Unsupported protocol version (supported versions: "+strings.Join(mcpserver.ProtocolVersions(), ",")+")", http.StatusBadRequest)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "read request: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	// Both eras: a request of the sessionless one stands alone; in the
+	// handshake one, only an initialize starts a session.
+	if modernBody(r, body) {
+		s.serveStateless(w, r, body)
+		return
+	}
+	if v := r.Header.Get(protocolHeader); v != "" && !slices.Contains(mcpserver.ProtocolVersions(), v) {
+		http.Error(w, "Bad Request: Unsupported protocol version (supported versions: "+strings.Join(mcpserver.ProtocolVersions(), ",")+")", http.StatusBadRequest)
 		return
 	}
 	var first struct {

@@ -91,16 +91,18 @@ func viaStreamable(f *tcpFlyd) connector {
 func TestSharedWorkspaceOverTCP(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	for name, via := range map[string]func(*tcpFlyd) connector{"websocket": viaTCPWebSocket, "streamable": viaStreamable} {
-		t.Run(name, func(t *testing.T) {
-			f := startTCPFlyd(t)
-			sharedScenario(t, via(f), func() *Status {
-				st, err := getStatus(f.e)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return st
+		for ename, era := range eras {
+			t.Run(name+"/"+ename, func(t *testing.T) {
+				f := startTCPFlyd(t)
+				sharedScenario(t, via(f), func() *Status {
+					st, err := getStatus(f.e)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return st
+				}, era)
 			})
-		})
+		}
 	}
 }
 

@@ -127,7 +127,9 @@ func (s *surface) connect(t testing.TB, name string, opts *mcp.ClientOptions) *m
 		t.Fatal(err)
 	}
 	sess.ss.Store(ss)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, opts).Connect(ctx, ct, nil)
+	// The handshake era: these tests are of what flyd serves, the same in
+	// both; the daemon's end-to-end tests cover the 2026-07-28 routing.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +242,13 @@ func (s *testSession) Notify(method string, params any) {
 		_ = s.conn.Notify(method, params)
 	}
 }
+
+func (s *testSession) Listen(_ context.Context, _ string, _ any, _ mcp.NotificationSubscriptions, ack func() error) error {
+	return ack()
+}
+
+// legacyVersion is the newest protocol version of the handshake era.
+const legacyVersion = "2025-11-25"
 
 func (s *testSession) Info() wire.Session {
 	return wire.Session{ID: s.id, Workspace: s.ws.root, Via: "memory", FilesRead: s.files.Load(), ToolsCalled: s.tools.Load()}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +65,13 @@ type Session interface {
 	Info() wire.Session
 	Subscribed(uri string) bool
 	SetSubscribed(uri string, on bool)
+	// Listen records a subscriptions/listen stream (protocol 2026-07-28)
+	// of the session, opened on its connection conn (the SDK session's
+	// id), and sends its acknowledgement with ack, which never waits:
+	// from then on the notifications it agreed to (resource URIs in the
+	// form notifications use) go there, stamped with its id, until ctx
+	// ends. It returns ack's error, and records nothing then.
+	Listen(ctx context.Context, conn string, id any, agreed mcp.NotificationSubscriptions, ack func() error) error
 	Tools() *toolfilter.Filter // the tools the client asked for; nil for all
 	FileRead()                 // counts a file read
 	ToolCalled()               // counts a tool call
@@ -155,6 +161,7 @@ func New(cfg Config) *Server {
 	s.addTools(srv)
 	s.addPrompts(srv)
 	srv.AddReceivingMiddleware(s.logRequests, s.cacheHints, s.perSession)
+	srv.AddSendingMiddleware(s.trackListens)
 	s.mcp = srv
 	return s
 }
@@ -200,12 +207,17 @@ Logs: logs_read returns the newest lines (about 16 KB); page back with before, f
 Files: files_find {glob}, files_grep {pattern}, files_read {path} answer from a warm index; workspace:///<path> resources too.
 Project: fly://project/overview and fly://project/modules (markdown), fly://module/{name} for one module.`
 
-// ProtocolVersions are the MCP versions flyd negotiates: the session-ful
-// ones. The shim replays a client's initialize after a daemon restart, and
-// subscriptions are per session; both assume the initialize handshake.
-func ProtocolVersions() []string {
-	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026" })
-}
+// ProtocolVersions are the MCP versions flyd serves: both eras, the
+// handshake ones (initialize, a session per connection) and 2026-07-28
+// (server/discover, every request carrying its version and client in
+// _meta, notifications on subscriptions/listen streams).
+func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
+
+// Modern is the first protocol version without the initialize handshake.
+const Modern = "2026-07-28"
+
+// IsModern reports whether version is of the sessionless era.
+func IsModern(version string) bool { return version >= Modern }
 
 func (s *Server) fixedResources() []*mcp.Resource {
 	return []*mcp.Resource{

@@ -78,6 +78,11 @@ const (
 	// HeaderMaxMessage is the largest message in bytes flyd accepts on
 	// RouteMCP; the shim refuses larger lines itself with a clear error.
 	HeaderMaxMessage = "X-Fly-Max-Message-Bytes"
+	// HeaderClient names a client of MCP 2026-07-28 over HTTP, whose
+	// requests carry no session: requests with the same value (and
+	// workspace) share one fly session. Without it, the client's name and
+	// version from the request's _meta do.
+	HeaderClient = "X-Fly-Client"
 )
 
 // MaxEnvVars bounds the variables DecodeEnv keeps.
