@@ -146,7 +146,7 @@ func (s *session) client() (name, version string) {
 	}
 	if ss := s.ss.Load(); ss != nil {
 		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			return mcpconn.BoundText(p.ClientInfo.Name, mcpconn.MaxClientName), mcpconn.BoundText(p.ClientInfo.Version, mcpconn.MaxClientName)
+			return mcpconn.BoundText(p.ClientInfo.Name, mcpconn.MaxClientName), mcpconn.BoundText(p.ClientInfo.Version, mcpconn.MaxClientVersion)
 		}
 	}
 	return "", ""
@@ -157,7 +157,7 @@ func (s *session) setClient(c *mcp.Implementation) {
 	if c == nil {
 		return
 	}
-	name, version := mcpconn.BoundText(c.Name, mcpconn.MaxClientName), mcpconn.BoundText(c.Version, mcpconn.MaxClientName)
+	name, version := mcpconn.BoundText(c.Name, mcpconn.MaxClientName), mcpconn.BoundText(c.Version, mcpconn.MaxClientVersion)
 	s.mu.Lock()
 	s.named = [2]string{name, version}
 	s.mu.Unlock()

@@ -158,10 +158,10 @@ type shimProc struct {
 	stderr *flytest.Buffer
 }
 
-func newShimProc(t *testing.T, e *flytest.Env, workspace string) *shimProc {
+func newShimProc(t *testing.T, e *flytest.Env, workspace string, args ...string) *shimProc {
 	t.Helper()
 	_, flyctl := flytest.Binaries(t)
-	p := &shimProc{cmd: exec.Command(flyctl, "mcp", "--workspace", workspace), stderr: &flytest.Buffer{}}
+	p := &shimProc{cmd: exec.Command(flyctl, append([]string{"mcp", "--workspace", workspace}, args...)...), stderr: &flytest.Buffer{}}
 	p.cmd.Env = e.Vars
 	p.cmd.Stderr = p.stderr
 	var err error

@@ -19,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -177,30 +178,41 @@ func TestIdleConnectionsSpareTheSocket(t *testing.T) {
 // a small store and a small log behind.
 func TestHugeClientNamesBounded(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
-	f := startTCPFlyd(t)
+	// A 2026-07-28 client over HTTP has no session to close: its fly
+	// session ends once idle. Until then its open listen stream (and the
+	// other's GET stream) keep both from being idle.
+	f := startTCPFlyd(t, "--http-session-idle", "1s")
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})
 	logBefore := len(f.flyd.Stderr.String())
 	huge := "\x1b[31magent\n" + strings.Repeat("agent ", 3_900_000/6) // the message's bound is 4 MiB
 	ctx := context.Background()
 	var sessions []*mcp.ClientSession
-	for range 2 {
-		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]}, nil)
+	// One client of each era: the 2026-07-28 one says what it is in
+	// every request.
+	for i, version := range []string{legacyVersion, mcpserver.Modern} {
+		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]},
+			&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root),
 			HTTPClient: &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}},
-		}, nil)
+		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if v := cs.InitializeResult().ProtocolVersion; v != version {
+			t.Fatalf("client %d asked for %s, got %s", i, version, v)
+		}
 		sessions = append(sessions, cs)
 	}
-	res, err := sessions[0].ReadResource(ctx, &mcp.ReadResourceParams{URI: "fly://sessions/current"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(res.Contents[0].Text); n > 4096 {
-		t.Fatalf("fly://sessions/current is %d bytes", n)
+	for _, cs := range sessions {
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fly://sessions/current"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(res.Contents[0].Text); n > 4096 {
+			t.Fatalf("fly://sessions/current is %d bytes", n)
+		}
 	}
 	resp, err := f.e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
 	if err != nil {

@@ -47,6 +47,8 @@ func (st *state) full() bool {
 // end records the end of stdin.
 func (st *state) end(err error) {
 	st.ended = true
+	// A listen stream lasts until its client goes: none waits for its end.
+	st.fl.forget(st.tr.dropListens())
 	if err != io.EOF {
 		st.stdinErr = fmt.Errorf("read stdin: %w", err)
 	}
@@ -107,13 +109,10 @@ func (r *Relay) await(ctx context.Context, in *input, st *state, dial func(conte
 
 // dropped handles a connection lost mid-session before reconnecting:
 // each request in flight gets the restart error, except the client's
-// initialize while unanswered, which the next connection sends again.
-// The error is non-nil only when Stdout failed.
+// initialize while unanswered and its listen streams, which the next
+// connection sends again. The error is non-nil only when Stdout failed.
 func (r *Relay) dropped(cause error, st *state) error {
-	keep, ok := st.tr.initPending()
-	if !ok {
-		keep = ""
-	}
+	keep := st.tr.kept()
 	reason := lostReason(cause)
 	n := st.fl.fail(restartedMessage+" (the connection was lost: "+reason+")", r.out, keep)
 	r.log.Warn("lost the connection to flyd; reconnecting", keyReason, reason, keyCount, n)
@@ -127,7 +126,7 @@ func (r *Relay) dropped(cause error, st *state) error {
 func (r *Relay) refuse(ctx context.Context, in *input, st *state, err error) error {
 	r.log.Error("no session with flyd is possible", keyErr, err)
 	msg := err.Error()
-	st.fl.fail(msg, r.out, "")
+	st.fl.fail(msg, r.out, nil)
 	for _, b := range st.queue {
 		r.answer(b, msg)
 	}

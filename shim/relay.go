@@ -347,6 +347,9 @@ func (s *relaySession) sendFailed(err error) error {
 func (s *relaySession) replay() (gate <-chan error, err error) {
 	msg, gate := s.st.tr.startReplay()
 	if msg == nil {
+		if err := s.sendListens(); err != nil {
+			return nil, err
+		}
 		if err := s.r.flush(s.ctx, s.c, s.st); err != nil {
 			return nil, s.sendFailed(err)
 		}
@@ -368,9 +371,27 @@ func (s *relaySession) finishReplay() error {
 			return s.sendFailed(err)
 		}
 	}
+	if err := s.sendListens(); err != nil {
+		return err
+	}
 	s.r.log.Info("replayed the session on the new connection", keySubs, subs, keyQueued, len(s.st.queue))
 	if err := s.r.flush(s.ctx, s.c, s.st); err != nil {
 		return s.sendFailed(err)
+	}
+	return nil
+}
+
+// sendListens sends the client's open listen streams again, under its own
+// ids: it still waits on them, and flyd acknowledges each anew.
+func (s *relaySession) sendListens() error {
+	listens := s.st.tr.listenReplay()
+	for _, m := range listens {
+		if err := s.c.write(m); err != nil {
+			return s.sendFailed(err)
+		}
+	}
+	if len(listens) > 0 {
+		s.r.log.Info("listen streams sent again on the new connection", keyCount, len(listens))
 	}
 	return nil
 }
@@ -449,7 +470,7 @@ func (s *relaySession) drain() error {
 	case <-timer.C:
 		// Close first, so that no late reply races the error replies.
 		s.closeAndWait(websocket.StatusNormalClosure, "")
-		n := st.fl.fail(fmt.Sprintf("flyd did not reply within %v after the client closed its input", s.r.drainTimeout), s.r.out, "")
+		n := st.fl.fail(fmt.Sprintf("flyd did not reply within %v after the client closed its input", s.r.drainTimeout), s.r.out, nil)
 		s.r.log.Warn("gave up waiting for flyd's replies", keyCount, n)
 		return st.stdinErr
 	case <-s.ctx.Done():
@@ -504,7 +525,7 @@ func (r *Relay) lost(err error, fl *inflight) error {
 		return err
 	}
 	reason := lostReason(err)
-	n := fl.fail("flyd connection lost: "+reason+"; the request may or may not have been carried out", r.out, "")
+	n := fl.fail("flyd connection lost: "+reason+"; the request may or may not have been carried out", r.out, nil)
 	if n > 0 {
 		r.log.Warn("answered requests in flight with an error", keyCount, n)
 	}
@@ -702,6 +723,17 @@ func newInflight() *inflight {
 	return &inflight{ids: make(map[string]json.RawMessage)}
 }
 
+// forget drops the requests whose idKeys are keys: no reply to them is
+// awaited any more.
+func (f *inflight) forget(keys []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		delete(f.ids, k)
+	}
+	f.signalLocked()
+}
+
 // add records a request id. id must not be modified afterwards.
 func (f *inflight) add(id json.RawMessage) {
 	f.mu.Lock()
@@ -747,17 +779,19 @@ func (f *inflight) idle() <-chan struct{} {
 	return ch
 }
 
-// fail answers every request in flight but the one whose idKey is keep
-// (none if keep is "") with an internal error carrying msg, written to
-// out, and forgets them. It returns how many there were. The caller must
-// make sure no reply from flyd can still be written.
-func (f *inflight) fail(msg string, out *lineWriter, keep string) int {
+// fail answers every request in flight but those whose idKey is in keep
+// with an internal error carrying msg, written to out, and forgets them.
+// It returns how many there were. The caller must make sure no reply from
+// flyd can still be written.
+func (f *inflight) fail(msg string, out *lineWriter, keep map[string]bool) int {
 	f.mu.Lock()
 	ids := f.ids
 	f.ids = make(map[string]json.RawMessage)
-	if id, ok := ids[keep]; ok && keep != "" {
-		f.ids[keep] = id
-		delete(ids, keep)
+	for k := range keep {
+		if id, ok := ids[k]; ok {
+			f.ids[k] = id
+			delete(ids, k)
+		}
 	}
 	f.signalLocked()
 	f.mu.Unlock()

@@ -11,8 +11,11 @@ import (
 // new MCP session, so the shim stands in for the client: it repeats the
 // client's initialize (swallowing the reply the client already has), its
 // notifications/initialized and every resources/subscribe still in
-// effect. It learns them by watching the client's messages go out and
-// flyd's replies come back.
+// effect. A client of MCP 2026-07-28 has no initialize, and its requests
+// stand alone; what it holds open is its subscriptions/listen streams,
+// which the shim sends again, under the client's own ids, instead of
+// failing them. It learns all this by watching the client's messages go
+// out and flyd's replies come back.
 
 // Methods the tracker watches.
 const (
@@ -20,6 +23,8 @@ const (
 	methodInitialized = "notifications/initialized"
 	methodSubscribe   = "resources/subscribe"
 	methodUnsubscribe = "resources/unsubscribe"
+	methodListen      = "subscriptions/listen"
+	methodCancelled   = "notifications/cancelled"
 )
 
 // replayIDPrefix starts the string id of every request the shim sends on
@@ -50,13 +55,14 @@ type tracker struct {
 	initialized  bool                // the client sent notifications/initialized after it
 	subs         []string            // subscribed URIs, oldest first
 	pending      map[string]string   // idKey of a subscribe in flight → its URI
+	listens      map[string][]byte   // idKey of a subscriptions/listen open → the request, as sent
 	internal     map[string]replayed // idKey of a replayed request in flight
 	next         uint64              // last replay id used
 	log          *slog.Logger
 }
 
 func newTracker(log *slog.Logger) *tracker {
-	return &tracker{pending: make(map[string]string), internal: make(map[string]replayed), log: log}
+	return &tracker{pending: make(map[string]string), listens: make(map[string][]byte), internal: make(map[string]replayed), log: log}
 }
 
 // trackedMethod returns the method of a message, given as its raw JSON
@@ -72,6 +78,10 @@ func trackedMethod(raw json.RawMessage) string {
 		return methodSubscribe
 	case `"` + methodUnsubscribe + `"`:
 		return methodUnsubscribe
+	case `"` + methodListen + `"`:
+		return methodListen
+	case `"` + methodCancelled + `"`:
+		return methodCancelled
 	}
 	if len(raw) > 64 || len(raw) < 2 || raw[0] != '"' {
 		return ""
@@ -82,7 +92,7 @@ func trackedMethod(raw json.RawMessage) string {
 		return ""
 	}
 	switch m {
-	case methodInitialize, methodInitialized, methodSubscribe, methodUnsubscribe:
+	case methodInitialize, methodInitialized, methodSubscribe, methodUnsubscribe, methodListen, methodCancelled:
 		return m
 	}
 	return ""
@@ -162,6 +172,13 @@ func (t *tracker) sent(line []byte, msgs []envelope, batch bool) {
 			if uri := paramsURI(els[i]); uri != "" {
 				t.unsubscribeLocked(uri)
 			}
+		case method == methodListen && k == kindRequest:
+			t.listens[idKey(m.ID)] = append([]byte(nil), els[i]...)
+		case method == methodCancelled:
+			// A listen ends by its client cancelling it.
+			if id := paramsRequestID(els[i]); id != nil {
+				delete(t.listens, idKey(id))
+			}
 		}
 		t.mu.Unlock()
 	}
@@ -189,7 +206,7 @@ func (t *tracker) received(line []byte, msgs []envelope, batch bool) (swallow bo
 	var els []json.RawMessage
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.pending) == 0 && len(t.internal) == 0 && (t.init == nil || t.initAnswered) {
+	if len(t.pending) == 0 && len(t.internal) == 0 && len(t.listens) == 0 && (t.init == nil || t.initAnswered) {
 		return false // the usual case: nothing to learn from a reply
 	}
 	for i, m := range msgs {
@@ -197,6 +214,7 @@ func (t *tracker) received(line []byte, msgs []envelope, batch bool) (swallow bo
 			continue
 		}
 		key := idKey(m.ID)
+		delete(t.listens, key) // a listen's reply ends it
 		if key == t.initKey && t.init != nil {
 			t.initAnswered = true
 		}
@@ -265,13 +283,58 @@ func (e *rpcFailure) Error() string {
 	return truncate(m.Message, maxReason) + " (code " + strconv.Itoa(m.Code) + ")"
 }
 
-// initPending reports the idKey of the client's initialize when flyd has
-// not answered it yet: a reconnect sends it again under its own id, as
-// the client still waits for that reply.
-func (t *tracker) initPending() (key string, ok bool) {
+// kept reports the requests in flight that a reconnect sends again under
+// the client's own ids, as the client still waits for their replies: its
+// initialize while unanswered, and its open listen streams.
+func (t *tracker) kept() map[string]bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.initKey, t.init != nil && !t.initAnswered
+	keep := make(map[string]bool, len(t.listens)+1)
+	if t.init != nil && !t.initAnswered {
+		keep[t.initKey] = true
+	}
+	for k := range t.listens {
+		keep[k] = true
+	}
+	return keep
+}
+
+// listenReplay returns the client's open listen streams, to send again on
+// a new connection: flyd acknowledges each anew.
+func (t *tracker) listenReplay() [][]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([][]byte, 0, len(t.listens))
+	for _, b := range t.listens {
+		out = append(out, b)
+	}
+	return out
+}
+
+// dropListens forgets the client's listen streams, returning their
+// idKeys: its input has ended, and it waits on none of them any more.
+func (t *tracker) dropListens() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keys := make([]string, 0, len(t.listens))
+	for k := range t.listens {
+		keys = append(keys, k)
+	}
+	clear(t.listens)
+	return keys
+}
+
+// paramsRequestID returns params.requestId of a notification, or nil.
+func paramsRequestID(msg json.RawMessage) json.RawMessage {
+	var m struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil || isNull(m.Params.RequestID) {
+		return nil
+	}
+	return m.Params.RequestID
 }
 
 // startReplay begins the replay on a new connection: it forgets what was

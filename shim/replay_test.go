@@ -104,3 +104,40 @@ func TestTracker(t *testing.T) {
 		t.Errorf("second replay has %d subscriptions, want 0", subs)
 	}
 }
+
+// TestTrackerListens: a 2026-07-28 client's open listen streams are kept
+// in flight across a reconnect and sent again as they were; one that
+// flyd ended or the client cancelled is not.
+func TestTrackerListens(t *testing.T) {
+	tr := newTracker(slog.New(slog.DiscardHandler))
+	feed := func(line string, out bool) {
+		t.Helper()
+		msgs, batch, err := classify([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out {
+			tr.sent([]byte(line), msgs, batch)
+		} else {
+			tr.received([]byte(line), msgs, batch)
+		}
+	}
+	open := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true}}}`
+	feed(open, true)
+	feed(`{"jsonrpc":"2.0","id":8,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, true)
+	feed(`{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"promptsListChanged":true}}}`, true)
+	feed(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`, false)
+	feed(`{"jsonrpc":"2.0","id":8,"result":{}}`, false)                                         // flyd ended it
+	feed(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, true) // the client did
+	feed(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x"}}`, true)
+
+	if got := tr.listenReplay(); len(got) != 1 || string(got[0]) != open {
+		t.Fatalf("listens to send again = %q, want only the open one", got)
+	}
+	if keep := tr.kept(); len(keep) != 1 || !keep["n7"] {
+		t.Fatalf("kept in flight = %v, want only the open listen", keep)
+	}
+	if msg, _ := tr.startReplay(); msg != nil {
+		t.Fatalf("a client without initialize got %s replayed", msg)
+	}
+}

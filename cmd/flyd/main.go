@@ -88,6 +88,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	maxReadMB := fs.Int("max-read-mb", int(d.MaxReadBytes>>20), "largest file part one resources/read returns, in MiB")
 	pageSize := fs.Int("page-size", d.PageSize, "resources per resources/list page")
 	linger := fs.Duration("linger", d.Linger, "how long a workspace stays indexed after its last session")
+	httpIdle := fs.Duration("http-session-idle", d.HTTPSessionIdle, "how long an MCP session over HTTP lives with no request in flight (a 2026-07-28 client's ends only so)")
 	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
 	flutter := fs.String("flutter", "", "the flutter executable (default: flutter on each client's PATH)")
 	maxRuns := fs.Int("max-runs", d.MaxRuns, "live flutter runs per workspace")
@@ -156,6 +157,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		MaxReadBytes:    int64(*maxReadMB) << 20,
 		PageSize:        *pageSize,
 		Linger:          *linger,
+		HTTPSessionIdle: *httpIdle,
 		Rules:           rules,
 		Flutter:         *flutter,
 		MaxRuns:         *maxRuns,

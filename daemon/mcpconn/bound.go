@@ -1,6 +1,7 @@
 package mcpconn
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode"
@@ -93,10 +94,17 @@ func boundImplementation(c *mcp.Implementation) *mcp.Implementation {
 // params' known members as sent (capabilities byte for byte, but for
 // experimental capabilities and extensions too large to be honest), cuts
 // clientInfo, and drops the rest. Anything else is returned as it is.
+//
+// A request of MCP 2026-07-28 says what its client is in every request's
+// _meta, and the SDK keeps the first one's for the connection's life:
+// a large clientInfo there is cut the same way.
 func BoundInitializeMessage(msg jsonrpc.Message) jsonrpc.Message {
 	req, ok := msg.(*jsonrpc.Request)
-	if !ok || req.Method != "initialize" || len(req.Params) == 0 {
+	if !ok || len(req.Params) == 0 {
 		return msg
+	}
+	if req.Method != "initialize" {
+		return boundMetaClient(req)
 	}
 	var in map[string]json.RawMessage
 	if json.Unmarshal(req.Params, &in) != nil {
@@ -133,6 +141,34 @@ func BoundInitializeMessage(msg jsonrpc.Message) jsonrpc.Message {
 		return msg
 	}
 	return &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: raw}
+}
+
+// boundMetaClient cuts a large clientInfo in a request's _meta. Requests
+// whose params are small enough not to matter are returned as they are,
+// undecoded.
+func boundMetaClient(req *jsonrpc.Request) jsonrpc.Message {
+	if len(req.Params) <= maxClientExtras || !bytes.Contains(req.Params, []byte(mcp.MetaKeyClientInfo)) {
+		return req
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil {
+		return req
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) != nil || len(meta[mcp.MetaKeyClientInfo]) <= maxClientExtras {
+		return req
+	}
+	var c mcp.Implementation
+	if json.Unmarshal(meta[mcp.MetaKeyClientInfo], &c) != nil {
+		return req
+	}
+	meta[mcp.MetaKeyClientInfo], _ = json.Marshal(boundImplementation(&c))
+	params["_meta"], _ = json.Marshal(meta)
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return req
+	}
+	return &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: raw, Extra: req.Extra}
 }
 
 func tooLarge(v any) bool {

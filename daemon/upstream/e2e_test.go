@@ -101,7 +101,9 @@ func (u *upEnv) connect(t *testing.T, name, ws string, args ...string) *upClient
 	cmd.Stderr = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	// The handshake era, where flyd hands an upstream's sampling and
+	// elicitation to the client as requests of its own.
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
 	}
