@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -189,5 +194,91 @@ func TestModernClientThroughShim(t *testing.T) {
 		if !stamped(p) {
 			t.Errorf("%v carries no id of the listen stream: %v", m["method"], p)
 		}
+	}
+}
+
+// TestModernHTTPErrors: over Streamable HTTP, a 2026-07-28 request with
+// a missing or mismatched header gets the error the transport defines,
+// and what the era dropped (GET streams, batches) is refused plainly.
+func TestModernHTTPErrors(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	f := startTCPFlyd(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})
+	endpoint := "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root)
+	meta := func(version string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `","io.modelcontextprotocol/clientInfo":{"name":"h","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	}
+	call := func(method, params string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params + `}}`
+	}
+	toolsList := call("tools/list", meta("2026-07-28"))
+	flutterRun := call("tools/call", `"name":"runs_list","arguments":{},`+meta("2026-07-28"))
+	good := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+	with := func(h map[string]string, k, v string) map[string]string {
+		out := maps.Clone(h)
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+		return out
+	}
+	tests := []struct {
+		name, method, body string
+		headers            map[string]string
+		status             int
+		code               int64 // of the JSON-RPC error; 0 for a plain HTTP refusal
+	}{
+		{"ok", "POST", toolsList, good, 200, 0},
+		{"no version header", "POST", toolsList, with(good, "Mcp-Protocol-Version", ""), 400, mcp.CodeHeaderMismatch},
+		{"header and _meta differ", "POST", call("tools/list", meta("2025-11-25")), good, 400, mcp.CodeHeaderMismatch},
+		{"no _meta version", "POST", call("tools/list", ""), good, 400, jsonrpc.CodeInvalidParams},
+		{"unknown version", "POST", call("tools/list", meta("2099-01-01")), with(good, "Mcp-Protocol-Version", "2099-01-01"), 400, mcp.CodeUnsupportedProtocolVersion},
+		{"no Mcp-Method", "POST", toolsList, with(good, "Mcp-Method", ""), 400, mcp.CodeHeaderMismatch},
+		{"Mcp-Method differs", "POST", toolsList, with(good, "Mcp-Method", "prompts/list"), 400, mcp.CodeHeaderMismatch},
+		{"no Mcp-Name", "POST", flutterRun, with(good, "Mcp-Method", "tools/call"), 400, mcp.CodeHeaderMismatch},
+		{"Mcp-Name differs", "POST", flutterRun, with(with(good, "Mcp-Method", "tools/call"), "Mcp-Name", "flutter_run"), 400, mcp.CodeHeaderMismatch},
+		{"Mcp-Name", "POST", flutterRun, with(with(good, "Mcp-Method", "tools/call"), "Mcp-Name", "runs_list"), 200, 0},
+		{"batch", "POST", "[" + toolsList + "]", good, 400, 0},
+		{"GET stream", "GET", "", good, 405, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, endpoint, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+f.token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.code == 0 {
+				if tt.status == 200 && !strings.Contains(string(body), `"result"`) {
+					t.Fatalf("no result: %s", body)
+				}
+				return
+			}
+			var r struct {
+				ID    any `json:"id"`
+				Error struct {
+					Code int64 `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(body, &r); err != nil || r.Error.Code != tt.code || r.ID != float64(1) {
+				t.Fatalf("reply %s, want a JSON-RPC error %d for id 1", body, tt.code)
+			}
+		})
 	}
 }

@@ -106,10 +106,16 @@ func TestSharedWorkspaceOverTCP(t *testing.T) {
 	}
 }
 
-// TestRunOverStreamableHTTP starts and stops a run from an HTTP client,
-// and the socket's client sees it.
+// TestRunOverStreamableHTTP starts and stops a run from an HTTP client of
+// either era, and the socket's client sees it.
 func TestRunOverStreamableHTTP(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	for name, era := range eras {
+		t.Run(name, func(t *testing.T) { runOverStreamableHTTP(t, era()) })
+	}
+}
+
+func runOverStreamableHTTP(t *testing.T, n *notes) {
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t)
 	fl := flytest.StartFlyd(t, e)
@@ -121,7 +127,7 @@ func TestRunOverStreamableHTTP(t *testing.T) {
 	f.token = f.readToken(t)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n", "lib/main.dart": "void main() {}\n"})
-	h := viaStreamable(f)(t, "http-client", root, nil)
+	h := viaStreamable(f)(t, "http-client", root, n)
 	s := viaShim(e)(t, "shim-client", root, nil)
 	ctx := context.Background()
 	res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "flutter_run", Arguments: map[string]any{"device": "linux"}})
@@ -142,6 +148,13 @@ func TestRunOverStreamableHTTP(t *testing.T) {
 	}
 	if b, _ := json.Marshal(list.StructuredContent); !strings.Contains(string(b), run.RunID) {
 		t.Fatalf("the socket's client does not see the HTTP client's run: %s", b)
+	}
+	// The HTTP client is one fly session, named as it named itself,
+	// whichever era it speaks.
+	if st, err := getStatus(e); err != nil {
+		t.Fatal(err)
+	} else if i := slices.IndexFunc(st.Sessions, func(s SessionInfo) bool { return s.ClientName == "http-client" }); i < 0 || st.Sessions[i].Via != "http" || st.Sessions[i].ToolsCalled != 1 {
+		t.Fatalf("status sessions = %+v, want http-client over http with 1 tool called", st.Sessions)
 	}
 	if res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "flutter_stop", Arguments: map[string]any{"run_id": run.RunID}}); err != nil || res.IsError {
 		t.Fatalf("flutter_stop over HTTP: %v %v", err, res)
