@@ -2,32 +2,60 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestConformanceSuite runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, pinned in testdata/conformance)
-// against a real flyd's /mcp over TCP. The suite sends no token, so a
-// reverse proxy in front adds it and keeps the loopback Host. Scenarios
-// that need the suite's own fixtures (its test_* tools, prompts and
-// test:// resources, which flyd does not have) are the expected failures
-// in conformance-baseline.yml, each saying which fixture; the suite fails
+// suiteRun is one run of the official MCP conformance suite
+// (@modelcontextprotocol/conformance, pinned in testdata/conformance):
+// which release (its package under node_modules), what it runs, and the
+// baseline of expected failures, each saying why.
+type suiteRun struct {
+	pkg      string   // "conformance" (0.1.16) or "conformance-next" (the 0.2.0 line)
+	args     []string // what to run: --suite or --requirements
+	baseline string   // file in testdata/conformance
+}
+
+// TestConformanceSuite runs the suite against a real flyd's /mcp over
+// TCP, in both eras: 0.1.16's active suite, and the 0.2.0 line's
+// requirement sets of 2025-11-25 and 2026-07-28. The suite sends no
+// token, so a reverse proxy in front adds it and keeps the loopback Host.
+// Scenarios that need the suite's own fixtures (its test_* tools, prompts
+// and test:// resources, which flyd does not have) are the expected
+// failures in the baselines, each saying which fixture; the suite fails
 // the run on any other failure and on a baseline entry that passes.
+// TestConformanceFixtures runs those through flyd's proxy.
 func TestConformanceSuite(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)
 	flytest.StartFlyd(t, e)
+	url := suiteURL(t, e, t.TempDir())
+	for name, r := range map[string]suiteRun{
+		"0.1.16":           {"conformance", []string{"--suite", "active"}, "conformance-baseline.yml"},
+		"0.2.0/2025-11-25": {"conformance-next", []string{"--requirements", "2025-11-25"}, "conformance-baseline-2025-11-25.yml"},
+		"0.2.0/2026-07-28": {"conformance-next", []string{"--requirements", "2026-07-28"}, "conformance-baseline-2026-07-28.yml"},
+	} {
+		t.Run(name, func(t *testing.T) { runSuite(t, dir, url, r) })
+	}
+}
+
+// suiteURL serves e's flyd /mcp to the suite: through a reverse proxy
+// that adds the token, on the workspace ws.
+func suiteURL(t *testing.T, e *flytest.Env, ws string) string {
+	t.Helper()
 	st, err := getStatus(e)
 	if err != nil || st.HTTP == "" {
 		t.Fatalf("no loopback listener: %v %+v", err, st)
@@ -45,23 +73,82 @@ func TestConformanceSuite(t *testing.T) {
 		},
 		FlushInterval: -1, // SSE streams pass through as they come
 	})
-	defer proxy.Close()
-
-	ws := t.TempDir()
+	t.Cleanup(proxy.Close)
 	writeTree(t, ws, map[string]string{"pubspec.yaml": "name: conformance\n", "lib/main.dart": "void main() {}\n"})
+	return proxy.URL + "/mcp?workspace=" + url.QueryEscape(ws)
+}
+
+// runSuite runs the suite's server checks against url. With
+// FLY_CONFORMANCE_NO_BASELINE set, every failure shows;
+// FLY_CONFORMANCE_ARGS replaces what to run (say "--scenario caching
+// --verbose"); FLY_CONFORMANCE_OUT keeps the suite's results there.
+func runSuite(t *testing.T, dir, url string, r suiteRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	args := []string{filepath.Join(dir, "node_modules", ".bin", "conformance"), "server",
-		"--url", proxy.URL + "/mcp?workspace=" + url.QueryEscape(ws), "--suite", "active",
-		"-o", t.TempDir()}
+	what := r.args
+	if a := os.Getenv("FLY_CONFORMANCE_ARGS"); a != "" {
+		what = strings.Fields(a)
+	}
+	out := t.TempDir()
+	if d := os.Getenv("FLY_CONFORMANCE_OUT"); d != "" { // keep the suite's results
+		out = filepath.Join(d, strings.NewReplacer("/", "_").Replace(t.Name()))
+	}
+	args := append([]string{filepath.Join(dir, "node_modules", "@modelcontextprotocol", r.pkg, "dist", "index.js"), "server",
+		"--url", url, "-o", out}, what...)
 	if os.Getenv("FLY_CONFORMANCE_NO_BASELINE") == "" {
-		args = append(args, "--expected-failures", filepath.Join(dir, "conformance-baseline.yml"))
+		args = append(args, "--expected-failures", filepath.Join(dir, r.baseline))
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "node"), args...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("conformance suite:\n%s", out)
+	log, err := cmd.CombinedOutput()
+	t.Logf("conformance suite %s %v:\n%s", r.pkg, r.args, log)
 	if err != nil {
 		t.Fatalf("the conformance suite failed: %v", err)
+	}
+}
+
+// TestConformanceFixtures runs the scenarios that call the suite's own
+// fixtures (test_* tools, prompts, test:// resources) through flyd's
+// proxy: the go-sdk's conformance everything-server, built from the
+// module cache at the go-sdk version in go.mod, is a test upstream whose
+// names go unprefixed ("prefix": ""), as the suite calls them by name.
+// Both requirement sets of the 0.2.0 line run, each with its baseline.
+func TestConformanceFixtures(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	dir := conformanceDir(t)
+	fixture := filepath.Join(t.TempDir(), "everything-server")
+	build := exec.Command("go", "build", "-o", fixture, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the go-sdk's everything-server: %v\n%s", err, out)
+	}
+	e := flytest.NewEnv(t)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fixture": map[string]any{"command": fixture, "prefix": ""},
+	}})
+	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Paths.Upstreams(), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flytest.StartFlyd(t, e)
+	for _, r := range []suiteRun{
+		{"conformance-next", []string{"--requirements", "2025-11-25"}, "conformance-fixtures-2025-11-25.yml"},
+		{"conformance-next", []string{"--requirements", "2026-07-28"}, "conformance-fixtures-2026-07-28.yml"},
+	} {
+		t.Run(r.args[1], func(t *testing.T) {
+			// A workspace each, so a fixture process each: what one run
+			// leaves in flight cannot touch the other's.
+			ws := t.TempDir()
+			url := suiteURL(t, e, ws)
+			// The suite's first scenario should not race the fixture's
+			// start: wait until flyd lists its tools.
+			cs := viaShim(e)(t, "warm-up", ws, nil)
+			flytest.Eventually(t, "the fixture's tools listed", func() bool {
+				res, err := cs.ListTools(context.Background(), nil)
+				return err == nil && slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "test_simple_text" })
+			})
+			runSuite(t, dir, url, r)
+		})
 	}
 }

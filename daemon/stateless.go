@@ -47,8 +47,10 @@ const maxClientHeader = 256
 
 // requestMeta is what a 2026-07-28 request says of itself in _meta.
 type requestMeta struct {
-	Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-	Client  *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	Version      string              `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientInfo   json.RawMessage     `json:"io.modelcontextprotocol/clientInfo"`
+	Capabilities json.RawMessage     `json:"io.modelcontextprotocol/clientCapabilities"`
+	Client       *mcp.Implementation `json:"-"` // ClientInfo, decoded by check
 }
 
 // metaOf reads a request's _meta; the zero value when it has none.
@@ -59,6 +61,25 @@ func metaOf(params json.RawMessage) requestMeta {
 	_ = json.Unmarshal(params, &p)
 	return p.Meta
 }
+
+// check reports what the request's _meta lacks, in the words of the
+// SDK's own refusal; "" when it is whole. It decodes the client's info.
+func (m *requestMeta) check() string {
+	if len(m.ClientInfo) > 0 && string(m.ClientInfo) != "null" {
+		if json.Unmarshal(m.ClientInfo, &m.Client) != nil {
+			return fmt.Sprintf("invalid _meta field %q", mcp.MetaKeyClientInfo)
+		}
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(m.Capabilities, &caps) != nil || caps == nil {
+		return fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyClientCapabilities)
+	}
+	return ""
+}
+
+// removedMethods are the requests 2026-07-28 dropped: answered 404 with
+// -32601 over HTTP, as the transport requires.
+var removedMethods = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true, "resources/subscribe": true, "resources/unsubscribe": true}
 
 // modernBody reports whether a POST without a session is of the
 // sessionless era: its header says so, or its one message's _meta does
@@ -135,6 +156,13 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		rpcError(w, http.StatusBadRequest, req.ID, mcp.CodeUnsupportedProtocolVersion, "unsupported protocol version",
 			mcp.UnsupportedProtocolVersionData{Supported: mcpserver.ProtocolVersions(), Requested: hv})
 		return
+	case removedMethods[req.Method]:
+		rpcError(w, http.StatusNotFound, req.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("%q is not part of MCP %s", req.Method, hv), nil)
+		return
+	}
+	if why := meta.check(); why != "" {
+		rpcError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidParams, why, nil)
+		return
 	}
 	h, status, err := s.statelessSession(r, meta.Client)
 	if err != nil {
@@ -155,6 +183,10 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 			_ = c.Close()
 		}
 	}
+	// The version goes in the context first: the connection keeps the
+	// context it is made with, and the SDK gives a response the HTTP
+	// status 2026-07-28 wants for its error from there.
+	r = withSDKVersion(r, hv)
 	id := statelessConnID(sess.id, h.seq.Add(1))
 	tr := &mcp.StreamableServerTransport{SessionID: id, Stateless: true}
 	ss, err := s.surface.MCP().Connect(r.Context(), sessionTransport{Transport: tr, sess: sess, timeout: s.cfg.WriteTimeout, log: s.log, abort: abort}, nil)
@@ -162,7 +194,6 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		http.Error(w, "could not serve the request: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	r = withSDKVersion(r, hv)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	tr.ServeHTTP(w, r)

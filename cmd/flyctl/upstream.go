@@ -64,7 +64,7 @@ func newUpstreamFlags(o *upstreamOptions) *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVar(&o.share, "share", "", "add: workspace (default: one process per project), global (one for all) or session (one per client)")
-	fs.StringVar(&o.prefix, "prefix", "", "add: the prefix of its tool and prompt names (default NAME)")
+	fs.StringVar(&o.prefix, "prefix", "", "add: the prefix of its tool and prompt names (default NAME; \"\" for none, if no name collides)")
 	fs.StringArrayVar(&o.env, "env", nil, "add: an environment variable `K=V` for it (repeatable); it also gets the first client's environment")
 	fs.DurationVar(&o.timeout, "timeout", 0, "add: how long one call may take (default 2m)")
 	fs.BoolVar(&o.force, "force", false, "add: replace an entry of the same name")
@@ -147,7 +147,10 @@ func upstreamAdd(fs *pflag.FlagSet, o upstreamOptions, file string, stderr io.Wr
 	if fs.NArg() < 2 || fs.ArgsLenAtDash() != 1 {
 		return usagef("upstream add needs NAME -- COMMAND [ARGS...]")
 	}
-	srv := mcpconfig.Server{Name: fs.Arg(0), Command: fs.Arg(1), Args: fs.Args()[2:], Share: o.share, Prefix: o.prefix, TimeoutSec: o.timeout.Seconds()}
+	srv := mcpconfig.Server{Name: fs.Arg(0), Command: fs.Arg(1), Args: fs.Args()[2:], Share: o.share, TimeoutSec: o.timeout.Seconds()}
+	if fs.Changed("prefix") {
+		srv.Prefix = &o.prefix // "" exposes its names unprefixed
+	}
 	for _, kv := range o.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

@@ -2,7 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,6 +47,9 @@ func (s *Server) trackListens(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, uri)
 		}
+		if s.up != nil && (agreed.ToolsListChanged || agreed.PromptsListChanged) {
+			s.up.Attend(sess.Session) // so that their list changes reach it
+		}
 		var res mcp.Result
 		err = sess.Listen(ctx, ss.ID(), p.Meta[mcp.MetaKeySubscriptionID], agreed, func() error {
 			res, err = next(ctx, method, req)
@@ -50,4 +57,84 @@ func (s *Server) trackListens(next mcp.MethodHandler) mcp.MethodHandler {
 		})
 		return res, err
 	}
+}
+
+// completeResults marks the tool, prompt and read results flyd builds
+// itself or takes from an upstream "complete" for a 2026-07-28 client,
+// whose schema requires resultType on them. The SDK marks those its own
+// handlers return, and keeps the field to itself; flyd answers most of
+// these methods before the SDK's handlers, so it marks its results by
+// copying them into a value the SDK's decoder marked.
+//
+// A resource not found is -32602 in 2026-07-28 (SEP-2164), where the
+// handshake era had -32002: a modern client gets the new code.
+func (s *Server) completeResults(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if !modernRequest(req) {
+			return res, err
+		}
+		var je *jsonrpc.Error
+		if errors.As(err, &je) && je.Code == codeResourceNotFound {
+			e := *je
+			e.Code = jsonrpc.CodeInvalidParams
+			return nil, &e
+		}
+		if err != nil || res == nil {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.CallToolResult:
+			if !r.NeedsInput() {
+				return markedComplete(r, completeCall), nil
+			}
+		case *mcp.GetPromptResult:
+			if !r.NeedsInput() {
+				return markedComplete(r, completePrompt), nil
+			}
+		case *mcp.ReadResourceResult:
+			if !r.NeedsInput() {
+				return markedComplete(r, completeRead), nil
+			}
+		}
+		return res, err
+	}
+}
+
+// modernRequest reports whether req is of a 2026-07-28 session.
+func modernRequest(req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && IsModern(p.ProtocolVersion)
+}
+
+// Values marked "complete" by the SDK's own decoder.
+var (
+	completeCall   = decodedComplete[mcp.CallToolResult]()
+	completePrompt = decodedComplete[mcp.GetPromptResult]()
+	completeRead   = decodedComplete[mcp.ReadResourceResult]()
+)
+
+func decodedComplete[T any]() T {
+	var v T
+	if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), &v); err != nil {
+		panic(err) // the SDK's own type: a change of it shows at start
+	}
+	return v
+}
+
+// markedComplete returns a copy of r that has r's exported fields and
+// marked's unexported ones (its resultType).
+func markedComplete[T any](r *T, marked T) *T {
+	out := marked
+	src, dst := reflect.ValueOf(r).Elem(), reflect.ValueOf(&out).Elem()
+	for i := range dst.NumField() {
+		if f := dst.Field(i); f.CanSet() {
+			f.Set(src.Field(i))
+		}
+	}
+	return &out
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +48,8 @@ const codeResourceNotFound = -32002
 
 // notFound is a resource-not-found error that names the reason.
 func notFound(uri, reason string) error {
-	return &jsonrpc.Error{Code: codeResourceNotFound, Message: fmt.Sprintf("resource %s not found: %s", uri, reason)}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: codeResourceNotFound, Message: fmt.Sprintf("resource %s not found: %s", uri, reason), Data: data}
 }
 
 // workspaceURI is the URI of a workspace file, percent-encoding what needs

@@ -160,7 +160,7 @@ func New(cfg Config) *Server {
 	}, s.readErrors)
 	s.addTools(srv)
 	s.addPrompts(srv)
-	srv.AddReceivingMiddleware(s.logRequests, s.cacheHints, s.perSession)
+	srv.AddReceivingMiddleware(s.logRequests, s.cacheHints, s.completeResults, s.perSession)
 	srv.AddSendingMiddleware(s.trackListens)
 	s.mcp = srv
 	return s

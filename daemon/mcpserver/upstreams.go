@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"strings"
 
+	"github.com/fly-dev/fly/daemon/upstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,6 +22,17 @@ func (s *Server) proxyUpstream(ctx context.Context, method string, req mcp.Reque
 	if s.up == nil || len(s.up.Servers()) == 0 {
 		return nil, false, nil
 	}
+	res, ok, err := s.proxy(ctx, method, req, next)
+	// An upstream's JSON-RPC error reaches the client as the upstream gave
+	// it (its code, message and data), not wrapped in the SDK's words.
+	var je *jsonrpc.Error
+	if err != nil && errors.As(err, &je) {
+		err = je
+	}
+	return res, ok, err
+}
+
+func (s *Server) proxy(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, bool, error) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	sess, err := s.sessionOf(ss)
 	if err != nil {
@@ -30,7 +44,7 @@ func (s *Server) proxyUpstream(ctx context.Context, method string, req mcp.Reque
 		if s.own[p.Name] {
 			return nil, false, nil
 		}
-		res, ok, err := s.up.CallTool(ctx, sess.Session, p)
+		res, ok, err := s.up.CallTool(upstream.WithRequest(ctx, ss), sess.Session, p)
 		if ok {
 			sess.ToolCalled()
 		}

@@ -81,6 +81,10 @@ const progressGrace = 2 * time.Second
 type progressRoute struct {
 	session string
 	token   any
+	// The request the call came in, when known (see WithRequest): its
+	// progress goes there, on the request's own stream.
+	to     *mcp.ServerSession
+	reqCtx context.Context
 }
 
 func newInstance(m *Manager, srv mcpconfig.Server, k instKey, first Session) *instance {
@@ -307,7 +311,7 @@ func (in *instance) runOnce() error {
 	in.m.cfg.Changed()
 	defer in.m.cfg.Changed()
 	if lerr == nil {
-		in.announce(old, l, had, users)
+		in.announce(old, l, had, users, "")
 	}
 	for _, uri := range subs {
 		ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
@@ -341,14 +345,16 @@ func stopProc(p Process) {
 }
 
 // announce saves new lists to the cache and tells the sharing sessions
-// which lists changed since they last saw them.
-func (in *instance) announce(old, l lists, had bool, users []Session) {
+// which lists changed since they last saw them, and of the kind the
+// upstream said changed (said: "tools", "prompts" or ""), even when
+// flyd sees no difference: it may have been a change and its undoing.
+func (in *instance) announce(old, l lists, had bool, users []Session, said string) {
 	same := func(a, b any) bool {
 		x, _ := json.Marshal(a)
 		y, _ := json.Marshal(b)
 		return string(x) == string(y)
 	}
-	toolsSame, promptsSame, tmplSame := same(old.Tools, l.Tools), same(old.Prompts, l.Prompts), same(old.Templates, l.Templates)
+	toolsSame, promptsSame, tmplSame := same(old.Tools, l.Tools) && said != "tools", same(old.Prompts, l.Prompts) && said != "prompts", same(old.Templates, l.Templates)
 	if had && toolsSame && promptsSame && tmplSame {
 		return
 	}
@@ -410,7 +416,11 @@ func fetchLists(ctx context.Context, cs *mcp.ClientSession, timeout time.Duratio
 }
 
 // refresh re-reads the lists after the upstream said one changed.
-func (in *instance) refresh() {
+func (in *instance) refresh() { in.refreshSaid("") }
+
+// refreshSaid is refresh after the upstream said its list of kind
+// changed (see announce).
+func (in *instance) refreshSaid(said string) {
 	in.mu.Lock()
 	cs, old, had := in.cs, in.lists, in.listed
 	users := slices.Collect(maps.Values(in.users))
@@ -426,7 +436,7 @@ func (in *instance) refresh() {
 	in.mu.Lock()
 	in.lists, in.listed = l.encoded(), true
 	in.mu.Unlock()
-	in.announce(old, l, had, users)
+	in.announce(old, l, had, users, said)
 }
 
 // describe turns the end of the upstream into an error that names it and
@@ -562,8 +572,12 @@ func (in *instance) clientOptions() *mcp.ClientOptions {
 		},
 		// Refreshed off the connection's goroutine: the lists are requests
 		// to the same upstream.
-		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { in.bg.Go(in.refresh) },
-		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { in.bg.Go(in.refresh) },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			in.bg.Go(func() { in.refreshSaid("tools") })
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			in.bg.Go(func() { in.refreshSaid("prompts") })
+		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 			in.toUsers("notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
 		},
@@ -600,13 +614,17 @@ func (in *instance) clientOptions() *mcp.ClientOptions {
 			r, ok := in.progress[tok]
 			s := in.users[r.session]
 			in.mu.Unlock()
-			if !ok || s == nil || s.MCP() == nil {
+			if !ok || s == nil || (s.MCP() == nil && r.to == nil) {
 				in.m.log.Debug("upstream progress for no live call", "upstream", in.srv.Name, "token", tok)
 				return
 			}
 			p := *req.Params
 			p.ProgressToken = r.token
-			if err := s.MCP().NotifyProgress(ctx, &p); err != nil {
+			to, nctx := s.MCP(), ctx
+			if r.to != nil {
+				to, nctx = r.to, r.reqCtx
+			}
+			if err := to.NotifyProgress(nctx, &p); err != nil {
 				in.m.log.Debug("progress not delivered", "upstream", in.srv.Name, "session", s.ID(), "error", err)
 			}
 		},
@@ -623,16 +641,31 @@ func (in *instance) toUsers(method string, params any) {
 	}
 }
 
+// requestKey keys the client's SDK session in a request's context.
+type requestKey struct{}
+
+// WithRequest marks ctx, a client's request on ss, so that what an
+// upstream says of the call in flight (its progress) goes back on that
+// request: over stateless HTTP (2026-07-28) each request has a session
+// and a stream of its own.
+func WithRequest(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	return context.WithValue(ctx, requestKey{}, ss)
+}
+
 // withProgress routes the upstream's progress for one call back to the
 // caller's token, and returns the token to send upstream and a function
 // that ends the route.
-func (in *instance) withProgress(s Session, token any) (any, func()) {
+func (in *instance) withProgress(ctx context.Context, s Session, token any) (any, func()) {
 	if token == nil {
 		return nil, func() {}
 	}
 	ours := fmt.Sprintf("fly-%d", callSeq.Add(1))
+	route := progressRoute{session: s.ID(), token: token}
+	if ss, ok := ctx.Value(requestKey{}).(*mcp.ServerSession); ok {
+		route.to, route.reqCtx = ss, context.WithoutCancel(ctx)
+	}
 	in.mu.Lock()
-	in.progress[ours] = progressRoute{session: s.ID(), token: token}
+	in.progress[ours] = route
 	in.mu.Unlock()
 	return ours, func() {
 		// The go-sdk may hand flyd the upstream's last progress after the

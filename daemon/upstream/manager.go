@@ -288,6 +288,17 @@ func (m *Manager) Join(s Session) {
 	m.mu.Unlock()
 }
 
+// Attend makes s a user of every upstream it shares, starting those not
+// running: a client that listens for tool and prompt list changes hears
+// of an upstream's without having called it first. It does not wait.
+func (m *Manager) Attend(s Session) {
+	for _, srv := range m.Servers() {
+		if _, err := m.instance(srv, s); err != nil {
+			m.log.Debug("upstream not attended", "upstream", srv.Name, "session", s.ID(), "error", err)
+		}
+	}
+}
+
 // Leave forgets a session: its subscriptions are dropped (the upstream
 // is unsubscribed when it was the last), its session-scoped upstreams
 // stop, and upstreams nobody else uses start their idle timer.

@@ -26,8 +26,10 @@ const maxName = 64
 // fit keeps a hash of the whole, so that two long names stay apart.
 func exposedName(prefix, name string) string {
 	var b strings.Builder
-	b.WriteString(prefix)
-	b.WriteByte('_')
+	if prefix != "" { // "prefix": "" exposes names as they are
+		b.WriteString(prefix)
+		b.WriteByte('_')
+	}
 	for _, r := range name {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
@@ -45,26 +47,42 @@ func exposedName(prefix, name string) string {
 	return fmt.Sprintf("%s_%08x", s[:maxName-9], h.Sum32())
 }
 
-// owner finds the server whose prefix name carries, and s's instance of it.
+// owner finds the server whose prefix name carries, and s's instance of
+// it: else the server whose names go unprefixed, for a name that is not
+// flyd's own.
 func (m *Manager) owner(s Session, name string) (*instance, bool, error) {
-	for _, srv := range m.Servers() {
-		if strings.HasPrefix(name, srv.ToolPrefix()+"_") {
-			in, err := m.instance(srv, s)
-			return in, true, err
-		}
+	if srv, ok := m.serverOf(name); ok {
+		in, err := m.instance(srv, s)
+		return in, true, err
 	}
 	return nil, false, nil
 }
 
-// ServerOf returns the name of the upstream server whose prefix the tool
-// name carries, "" for none.
-func (m *Manager) ServerOf(name string) string {
-	for _, srv := range m.Servers() {
-		if strings.HasPrefix(name, srv.ToolPrefix()+"_") {
-			return srv.Name
+// serverOf is the server name belongs to by its prefix, else the one
+// whose names go unprefixed (at most one: see mcpconfig.Upstreams).
+func (m *Manager) serverOf(name string) (mcpconfig.Server, bool) {
+	servers := m.Servers()
+	for _, srv := range servers {
+		if p := srv.ToolPrefix(); p != "" && strings.HasPrefix(name, p+"_") {
+			return srv, true
 		}
 	}
-	return ""
+	if m.cfg.Reserved(name) {
+		return mcpconfig.Server{}, false
+	}
+	for _, srv := range servers {
+		if srv.ToolPrefix() == "" {
+			return srv, true
+		}
+	}
+	return mcpconfig.Server{}, false
+}
+
+// ServerOf returns the name of the upstream server whose prefix the tool
+// name carries (or whose names go unprefixed), "" for none.
+func (m *Manager) ServerOf(name string) string {
+	srv, _ := m.serverOf(name)
+	return srv.Name
 }
 
 // Tools returns the upstream tools s sees, in config order, renamed. An
@@ -152,7 +170,7 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	if len(p.Arguments) > 0 {
 		params.Arguments = p.Arguments
 	}
-	tok, end := in.withProgress(s, p.GetProgressToken())
+	tok, end := in.withProgress(ctx, s, p.GetProgressToken())
 	defer end()
 	if tok != nil {
 		params.Meta = maps.Clone(p.Meta)

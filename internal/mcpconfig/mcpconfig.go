@@ -46,7 +46,7 @@ type Server struct {
 
 	// flyd's own fields.
 	Share      string  `json:"share,omitempty"`       // workspace (default), global or session
-	Prefix     string  `json:"prefix,omitempty"`      // of its tool and prompt names; default Name
+	Prefix     *string `json:"prefix,omitempty"`      // of its tool and prompt names; default Name; "" for none
 	TimeoutSec float64 `json:"timeout_sec,omitempty"` // of one call; default DefaultTimeout
 	Disabled   bool    `json:"disabled,omitempty"`
 
@@ -67,12 +67,13 @@ func (s Server) SharedAs() string {
 	return s.Share
 }
 
-// ToolPrefix is the prefix of the entry's tool and prompt names.
+// ToolPrefix is the prefix of the entry's tool and prompt names: "" when
+// the entry says "prefix": "", and its names are exposed as they are.
 func (s Server) ToolPrefix() string {
-	if s.Prefix == "" {
+	if s.Prefix == nil {
 		return s.Name
 	}
-	return s.Prefix
+	return *s.Prefix
 }
 
 // Timeout is how long one call may take.
@@ -361,8 +362,8 @@ func Upstreams(f *File) ([]Server, error) {
 		default:
 			return nil, fmt.Errorf("server %s: share %q: use workspace, global or session", s.Name, s.Share)
 		}
-		if s.Prefix != "" && !validName(s.Prefix) {
-			return nil, fmt.Errorf("server %s: prefix %q: use 1 to 32 of [A-Za-z0-9_-]", s.Name, s.Prefix)
+		if s.Prefix != nil && *s.Prefix != "" && !validName(*s.Prefix) {
+			return nil, fmt.Errorf("server %s: prefix %q: use 1 to 32 of [A-Za-z0-9_-], or \"\" for none", s.Name, *s.Prefix)
 		}
 		for k := range s.Env {
 			if !validEnvKey(k) {
@@ -373,7 +374,9 @@ func Upstreams(f *File) ([]Server, error) {
 			return nil, fmt.Errorf("server %s: timeout_sec must be positive", s.Name)
 		}
 		p := strings.ToLower(s.ToolPrefix())
-		if other, ok := byPrefix[p]; ok {
+		if other, ok := byPrefix[p]; ok && p == "" {
+			return nil, fmt.Errorf("servers %s and %s both have \"prefix\": \"\": at most one server's names go unprefixed", other, s.Name)
+		} else if ok {
 			return nil, fmt.Errorf("servers %s and %s both name their tools %s_*: every tool they share would be named twice; give one a \"prefix\"", other, s.Name, s.ToolPrefix())
 		}
 		byPrefix[p] = s.Name

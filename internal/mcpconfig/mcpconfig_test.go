@@ -1,6 +1,7 @@
 package mcpconfig
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -57,6 +58,8 @@ func TestUpstreamsRefuses(t *testing.T) {
 		{"bad env", `{"mcpServers":{"a":{"command":"x","env":{"A=B":"c"}}}}`, `"A=B"`},
 		{"twice", `{"mcpServers":{"a":{"command":"x"},"a":{"command":"y"}}}`, `names "a" twice`},
 		{"not object", `{"mcpServers":[]}`, "not an object"},
+		{"two unprefixed", `{"mcpServers":{"a":{"command":"x","prefix":""},"b":{"command":"y","prefix":""}}}`, "at most one server's names go unprefixed"},
+		{"bad prefix", `{"mcpServers":{"a":{"command":"x","prefix":"a b"}}}`, `prefix "a b"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Parse([]byte(tc.in))
@@ -78,6 +81,27 @@ func TestUpstreamsSkipsDisabled(t *testing.T) {
 	ss, err := Upstreams(f)
 	if err != nil || len(ss) != 1 || ss[0].Name != "b" || ss[0].Timeout() != DefaultTimeout || ss[0].ToolPrefix() != "b" {
 		t.Fatalf("Upstreams = %+v, %v", ss, err)
+	}
+}
+
+// TestEmptyPrefix: "prefix": "" is kept apart from no prefix at all, and
+// survives a rewrite of the file.
+func TestEmptyPrefix(t *testing.T) {
+	f, err := Parse([]byte(`{"mcpServers":{"fixture":{"command":"x","prefix":""},"dart":{"command":"y"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := Upstreams(f)
+	if err != nil || len(ss) != 2 || ss[0].ToolPrefix() != "" || ss[1].ToolPrefix() != "dart" {
+		t.Fatalf("Upstreams = %+v, %v", ss, err)
+	}
+	p := filepath.Join(t.TempDir(), "upstreams.json")
+	if err := WriteFile(p, f, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), `"prefix": ""`) {
+		t.Fatalf("rewritten file lost the empty prefix:\n%s", b)
 	}
 }
 
