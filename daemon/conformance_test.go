@@ -19,7 +19,8 @@ func conformanceDir(t *testing.T) string { return flytest.ConformanceDir(t) }
 // TestThirdPartyClients drives flyctl mcp with unmodified third-party MCP
 // clients, the official TypeScript SDK client and the MCP Inspector CLI:
 // initialize, every page of resources/list, templates, whole and ranged
-// reads, subscribe with an update, and refused escapes.
+// reads, subscribe with an update, and refused escapes; and the SDK's v2
+// client in MCP 2026-07-28: discover, a listen stream, a stateless call.
 func TestThirdPartyClients(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	dir := conformanceDir(t)
@@ -47,6 +48,8 @@ func TestThirdPartyClients(t *testing.T) {
 	for _, c := range []struct{ name, prog, script string }{
 		{"typescript-sdk", node, "client.mjs"},
 		{"inspector-cli", "bash", "inspector.sh"},
+		// Last: it adds a file to the workspace.
+		{"typescript-sdk-2026", node, "client-modern.mjs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
