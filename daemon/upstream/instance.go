@@ -415,12 +415,9 @@ func fetchLists(ctx context.Context, cs *mcp.ClientSession, timeout time.Duratio
 	return l, nil
 }
 
-// refresh re-reads the lists after the upstream said one changed.
-func (in *instance) refresh() { in.refreshSaid("") }
-
-// refreshSaid is refresh after the upstream said its list of kind
-// changed (see announce).
-func (in *instance) refreshSaid(said string) {
+// refresh re-reads the lists after the upstream said its list of kind
+// said ("tools", "prompts") changed; announce passes that on.
+func (in *instance) refresh(said string) {
 	in.mu.Lock()
 	cs, old, had := in.cs, in.lists, in.listed
 	users := slices.Collect(maps.Values(in.users))
@@ -573,10 +570,10 @@ func (in *instance) clientOptions() *mcp.ClientOptions {
 		// Refreshed off the connection's goroutine: the lists are requests
 		// to the same upstream.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			in.bg.Go(func() { in.refreshSaid("tools") })
+			in.bg.Go(func() { in.refresh("tools") })
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			in.bg.Go(func() { in.refreshSaid("prompts") })
+			in.bg.Go(func() { in.refresh("prompts") })
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 			in.toUsers("notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
