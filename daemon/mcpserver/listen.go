@@ -85,6 +85,9 @@ func (s *Server) completeResults(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := res.(type) {
 		case *mcp.CallToolResult:
+			if r.InputRequests != nil { // an upstream's request for input (see upstream's mrtr.go)
+				return markedComplete(r, inputRequiredCall), nil
+			}
 			if !r.NeedsInput() {
 				return markedComplete(r, completeCall), nil
 			}
@@ -116,11 +119,15 @@ var (
 	completeCall   = decodedComplete[mcp.CallToolResult]()
 	completePrompt = decodedComplete[mcp.GetPromptResult]()
 	completeRead   = decodedComplete[mcp.ReadResourceResult]()
+
+	inputRequiredCall = decoded[mcp.CallToolResult](`{"resultType":"input_required"}`)
 )
 
-func decodedComplete[T any]() T {
+func decodedComplete[T any]() T { return decoded[T](`{"resultType":"complete"}`) }
+
+func decoded[T any](js string) T {
 	var v T
-	if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), &v); err != nil {
+	if err := json.Unmarshal([]byte(js), &v); err != nil {
 		panic(err) // the SDK's own type: a change of it shows at start
 	}
 	return v

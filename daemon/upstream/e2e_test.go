@@ -8,6 +8,7 @@ package upstream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/fly-dev/fly/internal/fakeupstream"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -79,6 +81,12 @@ type upClient struct {
 
 func (u *upEnv) connect(t *testing.T, name, ws string, args ...string) *upClient {
 	t.Helper()
+	return u.connectAt(t, "2025-11-25", name, ws, args...)
+}
+
+// connectAt is connect for a client of the protocol version.
+func (u *upEnv) connectAt(t *testing.T, version, name, ws string, args ...string) *upClient {
+	t.Helper()
 	c := &upClient{updated: make(chan string, 100), progress: make(chan *mcp.ProgressNotificationParams, 1000),
 		logs: make(chan string, 100), tools: make(chan struct{}, 100)}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
@@ -101,11 +109,12 @@ func (u *upEnv) connect(t *testing.T, name, ws string, args ...string) *upClient
 	cmd.Stderr = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The handshake era, where flyd hands an upstream's sampling and
-	// elicitation to the client as requests of its own.
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("connect %s at %s: got %s", name, version, got)
 	}
 	t.Cleanup(func() { cs.Close() })
 	c.cs = cs
@@ -584,5 +593,40 @@ func TestUpstreamSilentDoesNotDelayLists(t *testing.T) {
 	out, err := cmd.Output()
 	if err != nil || !strings.Contains(string(out), "upstream silent is failing: no answer to initialize") || !strings.Contains(string(out), "waking up, slowly") {
 		t.Fatalf("flyctl status: %v\n%s", err, out)
+	}
+}
+
+// TestUpstreamInputBothEras: an upstream's sampling request in the middle
+// of a call reaches a handshake-era client as a request of flyd's, and a
+// 2026-07-28 client as an input_required result of its call, which its
+// SDK answers by retrying the call; both get the upstream's result.
+func TestUpstreamInputBothEras(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	u := startUpEnv(t, nil)
+	ws := newWorkspace(t)
+	legacy := u.connect(t, "legacy", ws)
+	modern := u.connectAt(t, "2026-07-28", "modern", ws)
+	if got := callText(t, modern, "fake_sample", nil); got != `{"text":"sampled by modern"}` {
+		t.Fatalf("fake_sample for the 2026-07-28 client = %s", got)
+	}
+	if got := callText(t, legacy, "fake_sample", nil); got != `{"text":"sampled by legacy"}` {
+		t.Fatalf("fake_sample for the handshake-era client = %s", got)
+	}
+	// A 2026-07-28 client that cannot sample is not asked to: its call
+	// fails with -32021, naming what it lacks.
+	_, flyctl := flytest.Binaries(t)
+	cmd := exec.Command(flyctl, "mcp", "--workspace", ws)
+	cmd.Env = u.e.Vars
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bare, err := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	_, err = bare.CallTool(ctx, &mcp.CallToolParams{Name: "fake_sample"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(string(je.Data), "sampling") {
+		t.Fatalf("fake_sample for a client without sampling = %v, want -32021 naming sampling", err)
 	}
 }

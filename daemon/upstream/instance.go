@@ -69,7 +69,7 @@ type instance struct {
 	lists    lists
 	listed   bool                       // lists came from the upstream or the cache
 	subs     map[string]map[string]bool // URI → subscribed session ids
-	calls    map[uint64]string          // in-flight calls → session id
+	calls    map[uint64]callRec         // in-flight calls
 	progress map[string]progressRoute   // our progress token → the caller's
 	idle     *time.Timer
 	roots    map[string]bool
@@ -96,7 +96,7 @@ func newInstance(m *Manager, srv mcpconfig.Server, k instKey, first Session) *in
 	in := &instance{m: m, srv: srv, key: k, root: first.Root(), env: env,
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 		users: map[string]Session{}, up: make(chan struct{}), ended: make(chan struct{}), state: stateStarting,
-		subs: map[string]map[string]bool{}, calls: map[uint64]string{}, progress: map[string]progressRoute{},
+		subs: map[string]map[string]bool{}, calls: map[uint64]callRec{}, progress: map[string]progressRoute{},
 		roots: map[string]bool{first.Root(): true}}
 	in.ctx, in.cancel = context.WithCancel(context.Background())
 	if m.cfg.Cache != nil {
@@ -482,6 +482,22 @@ var callSeq atomic.Uint64
 // mid-call turns into an error naming the upstream and quoting its
 // stderr.
 func (in *instance) call(ctx context.Context, s Session, fn func(context.Context, *mcp.ClientSession) error) error {
+	return in.callAsking(ctx, s, nil, fn)
+}
+
+// callRec is a call in flight: whose, and, for a 2026-07-28 client's,
+// how the upstream's requests for input reach it (see mrtr.go).
+type callRec struct {
+	session string
+	ask     askFunc // nil: ask the session's client directly
+}
+
+// askFunc asks a client for input in the middle of its call.
+type askFunc func(context.Context, mcp.InputRequest) (mcp.InputResponse, error)
+
+// callAsking is call, with the upstream's requests for input going to
+// ask when it is not nil.
+func (in *instance) callAsking(ctx context.Context, s Session, ask askFunc, fn func(context.Context, *mcp.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, in.srv.Timeout())
 	defer cancel()
 	cs, proc, err := in.session(ctx)
@@ -490,7 +506,7 @@ func (in *instance) call(ctx context.Context, s Session, fn func(context.Context
 	}
 	id := callSeq.Add(1)
 	in.mu.Lock()
-	in.calls[id] = s.ID()
+	in.calls[id] = callRec{session: s.ID(), ask: ask}
 	in.mu.Unlock()
 	defer func() {
 		in.mu.Lock()
@@ -531,39 +547,49 @@ func protocolVersion() string {
 }
 
 // caller is the session of the only call in flight, if there is exactly
-// one: the one a sampling or elicitation request belongs to.
-func (in *instance) caller() (Session, error) {
+// one: the one a sampling or elicitation request belongs to; with how to
+// ask its client when that is not a request of flyd's own (ask nil).
+func (in *instance) caller() (Session, askFunc, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	ids := map[string]bool{}
-	for _, id := range in.calls {
-		ids[id] = true
-	}
-	if len(ids) != 1 {
-		return nil, fmt.Errorf("flyd shares %s between sessions and cannot tell which one this request is for (%d have calls in flight)", in.srv.Name, len(ids))
-	}
-	for id := range ids {
-		if s := in.users[id]; s != nil && s.MCP() != nil {
-			return s, nil
+	var rec callRec
+	var newest uint64
+	for id, c := range in.calls {
+		ids[c.session] = true
+		if id >= newest { // the session's latest call: an earlier one its client gave up on may linger
+			rec, newest = c, id
 		}
 	}
-	return nil, errors.New("the calling session has gone")
+	if len(ids) != 1 {
+		return nil, nil, fmt.Errorf("flyd shares %s between sessions and cannot tell which one this request is for (%d have calls in flight)", in.srv.Name, len(ids))
+	}
+	if s := in.users[rec.session]; s != nil && (rec.ask != nil || s.MCP() != nil) {
+		return s, rec.ask, nil
+	}
+	return nil, nil, errors.New("the calling session has gone")
 }
 
 func (in *instance) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		Logger: in.m.log.With("upstream", in.srv.Name),
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			s, err := in.caller()
+			s, ask, err := in.caller()
 			if err != nil {
 				return nil, err
+			}
+			if ask != nil {
+				return asked[*mcp.CreateMessageResult](ask(ctx, req.Params))
 			}
 			return s.MCP().CreateMessage(ctx, req.Params)
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			s, err := in.caller()
+			s, ask, err := in.caller()
 			if err != nil {
 				return nil, err
+			}
+			if ask != nil {
+				return asked[*mcp.ElicitResult](ask(ctx, req.Params))
 			}
 			return s.MCP().Elicit(ctx, req.Params)
 		},

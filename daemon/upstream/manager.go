@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +88,8 @@ type Manager struct {
 	owners   map[string]string // resource URI → server that listed it first
 	twice    map[string]bool   // URIs claimed twice, logged once
 	closed   bool
-	wg       sync.WaitGroup // instance supervisors
+	wg       sync.WaitGroup // instance supervisors and relayed calls
+	relays   relays         // 2026-07-28 clients' calls waiting on their input (mrtr.go)
 }
 
 type instKey struct{ server, scope string }
@@ -265,6 +267,12 @@ func (m *Manager) Close() {
 	}
 	clear(m.insts)
 	m.mu.Unlock()
+	m.relays.mu.Lock()
+	waiting := slices.Collect(maps.Values(m.relays.m))
+	m.relays.mu.Unlock()
+	for _, r := range waiting {
+		m.dropRelay(r)
+	}
 	var wg sync.WaitGroup
 	for _, in := range insts {
 		wg.Go(in.shutdown)

@@ -170,6 +170,10 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	if len(p.Arguments) > 0 {
 		params.Arguments = p.Arguments
 	}
+	if ss := modernCaller(ctx); ss != nil {
+		res, err := m.callRelayed(ctx, in, s, ss, p, params)
+		return res, true, err
+	}
 	tok, end := in.withProgress(ctx, s, p.GetProgressToken())
 	defer end()
 	if tok != nil {

@@ -1,0 +1,341 @@
+//lint:file-ignore SA1019 sampling, deprecated in 2026-07-28, is still how upstreams ask for completions; flyd relays it
+
+package upstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Multi round-trip requests (MCP 2026-07-28). A client of that era cannot
+// be sent a request: an upstream's sampling or elicitation request in the
+// middle of the client's tools/call goes back to the client as an
+// input_required result of that call, and its answer comes with the
+// client's retry of the call, which carries the requestState flyd gave.
+// Meanwhile the upstream's call stays in flight on a relay, which the
+// retry finds by that state.
+
+// maxRelays bounds the calls waiting on their clients' answers.
+const maxRelays = 256
+
+// askGather is how long a relay waits, after an upstream's first request
+// for input, for more of the same round before it answers the client:
+// an upstream that asks several things at once asks them together.
+const askGather = 20 * time.Millisecond
+
+// relay is a 2026-07-28 client's call in flight upstream.
+type relay struct {
+	state   string // the requestState its client holds
+	session string // its client's session id
+	caps    *mcp.ClientCapabilities
+
+	asks    chan *inputAsk  // the upstream's requests for input
+	outcome chan callResult // the upstream call's end; buffered
+	gone    chan struct{}   // closed when the relay is dropped
+	stop    context.CancelFunc
+	expiry  *time.Timer
+
+	mu   sync.Mutex
+	open map[string]*inputAsk // sent to the client, unanswered
+	seq  int
+}
+
+// inputAsk is one request of the upstream for the client's input.
+type inputAsk struct {
+	key   string
+	req   mcp.InputRequest
+	reply chan askReply // buffered
+}
+
+type askReply struct {
+	res mcp.InputResponse
+	err error
+}
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// relays are the calls of a manager waiting on their clients, by state.
+type relays struct {
+	mu sync.Mutex
+	m  map[string]*relay
+}
+
+// modernCaller returns the SDK session of a request ctx carries when its
+// client speaks 2026-07-28.
+func modernCaller(ctx context.Context) *mcp.ServerSession {
+	ss, _ := ctx.Value(requestKey{}).(*mcp.ServerSession)
+	if ss == nil {
+		return nil
+	}
+	if p := ss.InitializeParams(); p != nil && p.ProtocolVersion >= "2026-07-28" {
+		return ss
+	}
+	return nil
+}
+
+// callRelayed calls an upstream tool for a 2026-07-28 client, or goes on
+// with the call its retry names.
+func (m *Manager) callRelayed(ctx context.Context, in *instance, s Session, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	var r *relay
+	if p.RequestState != "" {
+		m.relays.mu.Lock()
+		r = m.relays.m[p.RequestState]
+		m.relays.mu.Unlock()
+		if r == nil || r.session != s.ID() {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is unknown or has expired: call the tool again without it"}
+		}
+		r.answer(p.InputResponses)
+	} else {
+		tok, end := in.withProgress(ctx, s, p.GetProgressToken())
+		if tok != nil {
+			params.Meta = maps.Clone(p.Meta)
+			if params.Meta == nil {
+				params.Meta = mcp.Meta{}
+			}
+			params.SetProgressToken(tok)
+		}
+		r = m.startRelay(in, s, ss, params, end)
+		if r == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many calls wait on their clients' input; try again"}
+		}
+	}
+	return m.next(ctx, r)
+}
+
+// startRelay starts the upstream call of a new relay; nil when the table
+// is full.
+func (m *Manager) startRelay(in *instance, s Session, ss *mcp.ServerSession, params *mcp.CallToolParams, done func()) *relay {
+	ctx, stop := context.WithCancel(context.Background())
+	r := &relay{state: "fly-" + rand.Text(), session: s.ID(), asks: make(chan *inputAsk, 8), outcome: make(chan callResult, 1),
+		gone: make(chan struct{}), stop: stop, open: map[string]*inputAsk{}}
+	if p := ss.InitializeParams(); p != nil {
+		r.caps = p.Capabilities
+	}
+	m.relays.mu.Lock()
+	if m.relays.m == nil {
+		m.relays.m = map[string]*relay{}
+	}
+	if len(m.relays.m) >= maxRelays {
+		m.relays.mu.Unlock()
+		stop()
+		done()
+		return nil
+	}
+	m.relays.m[r.state] = r
+	m.relays.mu.Unlock()
+	// A client that never comes back costs the call's timeout at most.
+	r.expiry = time.AfterFunc(in.srv.Timeout(), func() { m.dropRelay(r) })
+	m.wg.Go(func() { // owned by the manager: ends with the call, bounded by its timeout
+		defer done()
+		var res *mcp.CallToolResult
+		err := in.callAsking(ctx, s, r.ask, func(ctx context.Context, cs *mcp.ClientSession) error {
+			var err error
+			res, err = cs.CallTool(ctx, params)
+			return err
+		})
+		select {
+		case r.outcome <- callResult{res, err}:
+		default: // the call failed already (fail)
+		}
+	})
+	return r
+}
+
+// dropRelay forgets r and ends its upstream call if still running.
+func (m *Manager) dropRelay(r *relay) {
+	m.relays.mu.Lock()
+	r.mu.Lock()
+	state := r.state
+	r.mu.Unlock()
+	if m.relays.m[state] == r {
+		delete(m.relays.m, state)
+	}
+	m.relays.mu.Unlock()
+	r.mu.Lock()
+	select {
+	case <-r.gone:
+	default:
+		close(r.gone)
+	}
+	r.mu.Unlock()
+	r.stop()
+	r.expiry.Stop()
+}
+
+// next waits for what comes next of r: the call's result, or the
+// upstream's requests for input, which it returns as an input_required
+// result. Requests its client left unanswered are asked again at once.
+func (m *Manager) next(ctx context.Context, r *relay) (*mcp.CallToolResult, error) {
+	if r.hasOpen() { // its client left some unanswered: ask again
+		return m.round(r), nil
+	}
+	select {
+	case o := <-r.outcome:
+		m.dropRelay(r)
+		return o.res, o.err
+	case a := <-r.asks:
+		r.hold(a)
+	case <-r.gone:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the call waited too long for its input and was ended: call the tool again"}
+	case <-ctx.Done():
+		return nil, ctx.Err() // the relay waits for a retry until it expires
+	}
+	t := time.NewTimer(askGather)
+	defer t.Stop()
+	for {
+		select {
+		case a := <-r.asks:
+			r.hold(a)
+			continue
+		case <-t.C:
+		}
+		break
+	}
+	return m.round(r), nil
+}
+
+// round is the input_required result of a new round of r, under a new
+// requestState: each round's state names that round only.
+func (m *Manager) round(r *relay) *mcp.CallToolResult {
+	m.relays.mu.Lock()
+	if m.relays.m[r.state] == r {
+		delete(m.relays.m, r.state)
+		r.mu.Lock()
+		r.state = "fly-" + rand.Text()
+		r.mu.Unlock()
+		m.relays.m[r.state] = r
+	}
+	m.relays.mu.Unlock()
+	return r.pending()
+}
+
+// hasOpen reports whether a request of r waits for its client's answer.
+func (r *relay) hasOpen() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.open) > 0
+}
+
+// hold records a request for input as sent to the client.
+func (r *relay) hold(a *inputAsk) {
+	r.mu.Lock()
+	r.open[a.key] = a
+	r.mu.Unlock()
+}
+
+// pending is the input_required result asking for every open request;
+// nil when none is open.
+func (r *relay) pending() *mcp.CallToolResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.open) == 0 {
+		return nil
+	}
+	reqs := make(mcp.InputRequestMap, len(r.open))
+	for k, a := range r.open {
+		reqs[k] = a.req
+	}
+	return &mcp.CallToolResult{InputRequests: reqs, RequestState: r.state}
+}
+
+// answer hands the client's responses to the requests they answer.
+func (r *relay) answer(responses mcp.InputResponseMap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, res := range responses {
+		if a := r.open[k]; a != nil {
+			a.reply <- askReply{res: res}
+			delete(r.open, k)
+		}
+	}
+}
+
+// ask is what the upstream's request for input waits on: the client's
+// answer on its retry. A client that did not declare the capability the
+// request needs is not asked: the call fails with -32021.
+func (r *relay) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	if missing := r.missing(req); missing != "" {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{missing: map[string]any{}}})
+		err := &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: fmt.Sprintf("the upstream needs %s, which the client did not declare", missing), Data: data}
+		r.fail(err)
+		return nil, err
+	}
+	r.mu.Lock()
+	r.seq++
+	a := &inputAsk{key: fmt.Sprintf("input-%d", r.seq), req: req, reply: make(chan askReply, 1)}
+	r.mu.Unlock()
+	select {
+	case r.asks <- a:
+	case <-r.gone:
+		return nil, errRelayGone
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case rep := <-a.reply:
+		return rep.res, rep.err
+	case <-r.gone:
+		return nil, errRelayGone
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+var errRelayGone = errors.New("the client's call ended before it answered")
+
+// missing names the client capability req needs and the client did not
+// declare; "" when it did.
+func (r *relay) missing(req mcp.InputRequest) string {
+	c := r.caps
+	switch req.(type) {
+	case *mcp.ElicitParams:
+		if c == nil || c.Elicitation == nil {
+			return "elicitation"
+		}
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		if c == nil || c.Sampling == nil {
+			return "sampling"
+		}
+	}
+	return ""
+}
+
+// fail ends the client's call with err, whatever the upstream does next.
+func (r *relay) fail(err error) {
+	select {
+	case r.outcome <- callResult{err: err}:
+	default:
+	}
+}
+
+// asked turns a client's answer into the result the upstream's request
+// wants. A sampling answer arrives in its with-tools form.
+func asked[T mcp.InputResponse](res mcp.InputResponse, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	if w, ok := res.(*mcp.CreateMessageWithToolsResult); ok {
+		if len(w.Content) != 1 {
+			return zero, fmt.Errorf("the client answered the sampling request with %d content blocks; the upstream takes one", len(w.Content))
+		}
+		res = &mcp.CreateMessageResult{Meta: w.Meta, Content: w.Content[0], Model: w.Model, Role: w.Role, StopReason: w.StopReason}
+	}
+	t, ok := res.(T)
+	if !ok {
+		return zero, fmt.Errorf("the client answered with %T, not %T", res, zero)
+	}
+	return t, nil
+}
