@@ -522,6 +522,12 @@ func TestUpstreamListChangedAndGlobal(t *testing.T) {
 	callText(t, a, "fake_grow", map[string]any{"text": "sprout"})
 	waitFor(t, "a told the tools changed", a.tools)
 	waitFor(t, "b told the tools changed", b.tools)
+	// Told at once, a client that lists at once gets the new list, not
+	// the one it replaced.
+	res, err := b.cs.ListTools(context.Background(), nil)
+	if err != nil || !slices.ContainsFunc(res.Tools, func(t *mcp.Tool) bool { return t.Name == "fake_sprout" }) {
+		t.Fatalf("tools/list right after list_changed has no fake_sprout: %v", err)
+	}
 	if got := callText(t, b, "fake_sprout", nil); got != `{"text":"grown sprout"}` {
 		t.Fatalf("fake_sprout = %s", got)
 	}

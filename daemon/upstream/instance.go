@@ -70,6 +70,8 @@ type instance struct {
 	listed   bool                       // lists came from the upstream or the cache
 	subs     map[string]map[string]bool // URI → subscribed session ids
 	calls    map[uint64]callRec         // in-flight calls
+	fresh    chan struct{}              // open while lists the upstream said changed are re-read
+	said     map[string]bool            // kinds it said changed, not yet re-read
 	progress map[string]progressRoute   // our progress token → the caller's
 	idle     *time.Timer
 	roots    map[string]bool
@@ -311,7 +313,7 @@ func (in *instance) runOnce() error {
 	in.m.cfg.Changed()
 	defer in.m.cfg.Changed()
 	if lerr == nil {
-		in.announce(old, l, had, users, "")
+		in.announce(old, l, had, users, nil)
 	}
 	for _, uri := range subs {
 		ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
@@ -345,16 +347,17 @@ func stopProc(p Process) {
 }
 
 // announce saves new lists to the cache and tells the sharing sessions
-// which lists changed since they last saw them, and of the kind the
-// upstream said changed (said: "tools", "prompts" or ""), even when
-// flyd sees no difference: it may have been a change and its undoing.
-func (in *instance) announce(old, l lists, had bool, users []Session, said string) {
+// which lists changed since they last saw them, but for the kinds the
+// upstream said changed ("tools", "prompts"), which they were told of
+// already (see changed), even if flyd sees no difference: it may have
+// been a change and its undoing.
+func (in *instance) announce(old, l lists, had bool, users []Session, said map[string]bool) {
 	same := func(a, b any) bool {
 		x, _ := json.Marshal(a)
 		y, _ := json.Marshal(b)
 		return string(x) == string(y)
 	}
-	toolsSame, promptsSame, tmplSame := same(old.Tools, l.Tools) && said != "tools", same(old.Prompts, l.Prompts) && said != "prompts", same(old.Templates, l.Templates)
+	toolsSame, promptsSame, tmplSame := same(old.Tools, l.Tools), same(old.Prompts, l.Prompts), same(old.Templates, l.Templates)
 	if had && toolsSame && promptsSame && tmplSame {
 		return
 	}
@@ -366,10 +369,10 @@ func (in *instance) announce(old, l lists, had bool, users []Session, said strin
 		}
 	}
 	for _, s := range users {
-		if !toolsSame {
+		if !toolsSame && !said["tools"] {
 			s.Notify("notifications/tools/list_changed", &mcp.ToolListChangedParams{})
 		}
-		if !promptsSame {
+		if !promptsSame && !said["prompts"] {
 			s.Notify("notifications/prompts/list_changed", &mcp.PromptListChangedParams{})
 		}
 		if !tmplSame {
@@ -415,25 +418,58 @@ func fetchLists(ctx context.Context, cs *mcp.ClientSession, timeout time.Duratio
 	return l, nil
 }
 
-// refresh re-reads the lists after the upstream said its list of kind
-// said ("tools", "prompts") changed; announce passes that on.
-func (in *instance) refresh(said string) {
+// changed is the upstream saying its list of kind ("tools", "prompts")
+// changed: its sessions are told at once, and the lists are re-read by
+// one refresher, which coalesces changes that come while it reads. Lists
+// asked for meanwhile wait for it (see snapshot), so that a client told
+// of a change never gets the lists it replaced.
+func (in *instance) changed(kind string) {
 	in.mu.Lock()
-	cs, old, had := in.cs, in.lists, in.listed
+	if in.said == nil {
+		in.said = map[string]bool{}
+	}
+	in.said[kind] = true
+	start := in.fresh == nil
+	if start {
+		in.fresh = make(chan struct{})
+	}
 	users := slices.Collect(maps.Values(in.users))
 	in.mu.Unlock()
-	if cs == nil {
-		return
+	for _, s := range users {
+		s.Notify("notifications/"+kind+"/list_changed", map[string]any{})
 	}
-	l, err := fetchLists(in.ctx, cs, in.srv.Timeout())
-	if err != nil {
-		in.m.log.Warn("upstream lists", "upstream", in.srv.Name, "error", err)
-		return
+	if start {
+		in.bg.Go(in.refresh) // owned by supervise, which waits on bg
 	}
-	in.mu.Lock()
-	in.lists, in.listed = l.encoded(), true
-	in.mu.Unlock()
-	in.announce(old, l, had, users, said)
+}
+
+// refresh re-reads the lists until no change the upstream announced is
+// left unread, then lets waiting list calls go on. Announce tells the
+// sessions of what changed that the upstream did not say (templates, say).
+func (in *instance) refresh() {
+	for {
+		in.mu.Lock()
+		said := in.said
+		in.said = nil
+		cs, old, had := in.cs, in.lists, in.listed
+		users := slices.Collect(maps.Values(in.users))
+		if len(said) == 0 || cs == nil {
+			close(in.fresh)
+			in.fresh = nil
+			in.mu.Unlock()
+			return
+		}
+		in.mu.Unlock()
+		l, err := fetchLists(in.ctx, cs, in.srv.Timeout())
+		if err != nil {
+			in.m.log.Warn("upstream lists", "upstream", in.srv.Name, "error", err)
+			continue // waiting lists go on with what flyd had, unless a change came meanwhile
+		}
+		in.mu.Lock()
+		in.lists, in.listed = l.encoded(), true
+		in.mu.Unlock()
+		in.announce(old, l, had, users, said)
+	}
 }
 
 // describe turns the end of the upstream into an error that names it and
@@ -595,12 +631,8 @@ func (in *instance) clientOptions() *mcp.ClientOptions {
 		},
 		// Refreshed off the connection's goroutine: the lists are requests
 		// to the same upstream.
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			in.bg.Go(func() { in.refresh("tools") })
-		},
-		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			in.bg.Go(func() { in.refresh("prompts") })
-		},
+		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { in.changed("tools") },
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { in.changed("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 			in.toUsers("notifications/resources/list_changed", &mcp.ResourceListChangedParams{})
 		},
@@ -751,8 +783,22 @@ func (in *instance) unsubscribe(ctx context.Context, s Session, uri string) erro
 // from the cache while a stopped upstream starts in the background.
 func (in *instance) snapshot(ctx context.Context, wait time.Duration) (lists, error) {
 	in.mu.Lock()
-	l, listed := in.lists, in.listed
+	l, listed, fresh := in.lists, in.listed, in.fresh
 	in.mu.Unlock()
+	if listed && fresh != nil {
+		// The upstream said a list changed, and its clients were told at
+		// once: they get the new lists, not the ones it replaced.
+		t := time.NewTimer(min(wait, in.srv.Timeout()))
+		defer t.Stop()
+		select {
+		case <-fresh:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		in.mu.Lock()
+		l = in.lists
+		in.mu.Unlock()
+	}
 	if listed {
 		return l, nil
 	}
