@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -112,43 +113,72 @@ func runSuite(t *testing.T, dir, url string, r suiteRun) {
 // proxy: the go-sdk's conformance everything-server, built from the
 // module cache at the go-sdk version in go.mod, is a test upstream whose
 // names go unprefixed ("prefix": ""), as the suite calls them by name.
-// Both requirement sets of the 0.2.0 line run, each with its baseline.
+// Both requirement sets of the 0.2.0 line run against the fixture as flyd
+// speaks to it by default (2026-07-28, which it offers) and pinned to the
+// handshake era ("protocol": "2025-11-25"), so that the suite, a client
+// of either era, meets an upstream of either era: four runs, each with
+// its baseline.
 func TestConformanceFixtures(t *testing.T) {
-	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	t.Parallel() // its own flyds: they wait mostly, so they overlap the others
 	dir := conformanceDir(t)
 	fixture := filepath.Join(t.TempDir(), "everything-server")
 	build := exec.Command("go", "build", "-o", fixture, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the go-sdk's everything-server: %v\n%s", err, out)
 	}
-	e := flytest.NewEnv(t)
-	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"fixture": map[string]any{"command": fixture, "prefix": ""},
-	}})
-	if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(e.Paths.Upstreams(), cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	flytest.StartFlyd(t, e)
-	for _, r := range []suiteRun{
-		{"conformance-next", []string{"--requirements", "2025-11-25"}, "conformance-fixtures-2025-11-25.yml"},
-		{"conformance-next", []string{"--requirements", "2026-07-28"}, "conformance-fixtures-2026-07-28.yml"},
+	for _, up := range []struct {
+		name     string // of the subtest: the era flyd speaks to the fixture in
+		protocol string // its "protocol" in upstreams.json
+		baseline string // the baselines' prefix
+	}{
+		{"upstream-2026-07-28", "", "conformance-fixtures-"},
+		{"upstream-2025-11-25", "2025-11-25", "conformance-fixtures-legacy-upstream-"},
 	} {
-		t.Run(r.args[1], func(t *testing.T) {
-			// A workspace each, so a fixture process each: what one run
-			// leaves in flight cannot touch the other's.
-			ws := t.TempDir()
-			url := suiteURL(t, e, ws)
-			// The suite's first scenario should not race the fixture's
-			// start: wait until flyd lists its tools.
-			cs := viaShim(e)(t, "warm-up", ws, nil)
-			flytest.Eventually(t, "the fixture's tools listed", func() bool {
-				res, err := cs.ListTools(context.Background(), nil)
-				return err == nil && slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "test_simple_text" })
-			})
-			runSuite(t, dir, url, r)
+		t.Run(up.name, func(t *testing.T) {
+			e := flytest.NewEnv(t)
+			entry := map[string]any{"command": fixture, "prefix": ""}
+			if up.protocol != "" {
+				entry["protocol"] = up.protocol
+			}
+			cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fixture": entry}})
+			if err := os.MkdirAll(e.Paths.ConfigDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(e.Paths.Upstreams(), cfg, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			flytest.StartFlyd(t, e)
+			for _, client := range []string{"2025-11-25", "2026-07-28"} {
+				r := suiteRun{"conformance-next", []string{"--requirements", client}, up.baseline + client + ".yml"}
+				t.Run("client-"+client, func(t *testing.T) {
+					// A workspace each, so a fixture process each: what one
+					// run leaves in flight cannot touch the other's.
+					ws := t.TempDir()
+					url := suiteURL(t, e, ws)
+					// The suite's first scenario should not race the
+					// fixture's start: wait until flyd lists its tools.
+					cs := viaShim(e)(t, "warm-up", ws, nil)
+					flytest.Eventually(t, "the fixture's tools listed", func() bool {
+						res, err := cs.ListTools(context.Background(), nil)
+						return err == nil && slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "test_simple_text" })
+					})
+					var st *wire.Status
+					flytest.Eventually(t, "the fixtures running", func() bool {
+						st, _ = getStatus(e)
+						return st != nil && len(st.Upstreams) > 0 && !slices.ContainsFunc(st.Upstreams, func(u wire.Upstream) bool { return u.State != "running" })
+					})
+					want := up.protocol
+					if want == "" {
+						want = "2026-07-28"
+					}
+					for _, u := range st.Upstreams {
+						if u.Protocol != want {
+							t.Fatalf("the fixture is spoken to at %q, want %s", u.Protocol, want)
+						}
+					}
+					runSuite(t, dir, url, r)
+				})
+			}
 		})
 	}
 }

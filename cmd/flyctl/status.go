@@ -225,7 +225,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		}
 	}
 	if len(st.Upstreams) > 0 {
-		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
+		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tPROTOCOL\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
 		writeUpstreams(tw, st.Upstreams)
 	}
 	if err := tw.Flush(); err != nil {

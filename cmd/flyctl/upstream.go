@@ -22,7 +22,7 @@ import (
 )
 
 const upstreamUsage = `Usage:
-  flyctl upstream add NAME [--share workspace|global|session] [--prefix P] [--env K=V]... [--timeout D] [--force] -- COMMAND [ARGS...]
+  flyctl upstream add NAME [--share workspace|global|session] [--prefix P] [--env K=V]... [--timeout D] [--protocol V] [--force] -- COMMAND [ARGS...]
   flyctl upstream list [--json]
   flyctl upstream remove NAME
   flyctl upstream restart NAME|--all
@@ -31,6 +31,9 @@ Upstreams are your other MCP servers (dart mcp-server first), run by flyd
 once and shared by every client: by default one process per workspace, so
 five editors on one project share one Dart analysis server. Their tools
 and prompts appear as NAME_<tool>; their resources keep their URIs.
+flyd speaks MCP 2026-07-28 to a server that offers it, else the
+handshake era (2025-11-25); --protocol 2025-11-25 keeps one in the
+handshake era. list shows what each process speaks.
 
 They live in %s
 (the mcpServers shape editors use; paste entries there if you like). flyd
@@ -55,6 +58,7 @@ type upstreamOptions struct {
 	share, prefix string
 	env           []string
 	timeout       time.Duration
+	protocol      string
 	force, asJSON bool
 	all           bool
 }
@@ -67,6 +71,7 @@ func newUpstreamFlags(o *upstreamOptions) *pflag.FlagSet {
 	fs.StringVar(&o.prefix, "prefix", "", "add: the prefix of its tool and prompt names (default NAME; \"\" for none, if no name collides)")
 	fs.StringArrayVar(&o.env, "env", nil, "add: an environment variable `K=V` for it (repeatable); it also gets the first client's environment")
 	fs.DurationVar(&o.timeout, "timeout", 0, "add: how long one call may take (default 2m)")
+	fs.StringVar(&o.protocol, "protocol", "", "add: the newest MCP revision to offer it, such as 2025-11-25 (default: the newest flyd speaks)")
 	fs.BoolVar(&o.force, "force", false, "add: replace an entry of the same name")
 	fs.BoolVar(&o.asJSON, "json", false, "list: print JSON")
 	fs.BoolVar(&o.all, "all", false, "restart: every upstream")
@@ -147,7 +152,7 @@ func upstreamAdd(fs *pflag.FlagSet, o upstreamOptions, file string, stderr io.Wr
 	if fs.NArg() < 2 || fs.ArgsLenAtDash() != 1 {
 		return usagef("upstream add needs NAME -- COMMAND [ARGS...]")
 	}
-	srv := mcpconfig.Server{Name: fs.Arg(0), Command: fs.Arg(1), Args: fs.Args()[2:], Share: o.share, TimeoutSec: o.timeout.Seconds()}
+	srv := mcpconfig.Server{Name: fs.Arg(0), Command: fs.Arg(1), Args: fs.Args()[2:], Share: o.share, TimeoutSec: o.timeout.Seconds(), Protocol: o.protocol}
 	if fs.Changed("prefix") {
 		srv.Prefix = &o.prefix // "" exposes its names unprefixed
 	}
@@ -241,7 +246,7 @@ func upstreamList(ctx context.Context, o upstreamOptions, file string, getenv fu
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, share, strings.Join(append([]string{s.Command}, s.Args...), " "))
 	}
 	if running && len(st.Upstreams) > 0 {
-		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
+		fmt.Fprintf(tw, "\nUPSTREAM\tSTATE\tPID\tPROTOCOL\tSESSIONS\tRESTARTS\tRSS\tWORKSPACE\n")
 		writeUpstreams(tw, st.Upstreams)
 	}
 	if err := tw.Flush(); err != nil {
@@ -267,7 +272,7 @@ func writeUpstreamErrors(w io.Writer, ups []wire.Upstream) {
 // writeUpstreams writes one row per upstream process.
 func writeUpstreams(tw io.Writer, ups []wire.Upstream) {
 	for _, u := range ups {
-		pid, rss, ws := "-", "-", u.Workspace
+		pid, rss, ws, protocol := "-", "-", u.Workspace, u.Protocol
 		if u.PID > 0 {
 			pid = strconv.Itoa(u.PID)
 		}
@@ -277,6 +282,9 @@ func writeUpstreams(tw io.Writer, ups []wire.Upstream) {
 		if ws == "" {
 			ws = "(" + u.Share + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", u.Name, u.State, pid, u.Sessions, u.Restarts, rss, ws)
+		if protocol == "" {
+			protocol = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", u.Name, u.State, pid, protocol, u.Sessions, u.Restarts, rss, ws)
 	}
 }

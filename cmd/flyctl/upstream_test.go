@@ -26,13 +26,16 @@ func TestUpstreamAddListRemove(t *testing.T) {
 	if _, errs, code := flyctl(t, e.Getenv, "upstream", "add", "two", "--prefix", "dart", "--", "x"); code != 1 || !strings.Contains(errs, "both name their tools dart_*") {
 		t.Fatalf("a colliding prefix exited %d: %s", code, errs)
 	}
-	mustFlyctl(t, e.Getenv, "upstream", "add", "fs", "--share", "global", "--", "npx", "-y", "server-filesystem")
+	mustFlyctl(t, e.Getenv, "upstream", "add", "fs", "--share", "global", "--protocol", "2025-11-25", "--", "npx", "-y", "server-filesystem")
+	if _, errs, code := flyctl(t, e.Getenv, "upstream", "add", "new", "--protocol", "2027-01-01", "--", "x"); code != 1 || !strings.Contains(errs, `protocol "2027-01-01"`) {
+		t.Fatalf("an unknown protocol exited %d: %s", code, errs)
+	}
 	fi, err := os.Stat(e.Paths.Upstreams())
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("upstreams.json: %v, mode %v; want 0600", err, fi.Mode())
 	}
 	f, err := mcpconfig.ReadFile(e.Paths.Upstreams())
-	if err != nil || len(f.Servers) != 2 || f.Servers[0].Env["A"] != "b" || strings.Join(f.Servers[0].Args, " ") != "mcp-server --force-roots-fallback" {
+	if err != nil || len(f.Servers) != 2 || f.Servers[0].Env["A"] != "b" || strings.Join(f.Servers[0].Args, " ") != "mcp-server --force-roots-fallback" || f.Servers[1].Protocol != "2025-11-25" {
 		t.Fatalf("file = %+v, %v", f, err)
 	}
 	var list struct {
@@ -87,6 +90,10 @@ func TestUpstreamRestartAndStatus(t *testing.T) {
 	}
 	if out := mustFlyctl(t, e.Getenv, "status"); !strings.Contains(out, "UPSTREAM") || !strings.Contains(out, "fake") || !strings.Contains(out, "running") {
 		t.Fatalf("status does not show the upstream:\n%s", out)
+	}
+	// The fake speaks the handshake era only, as dart mcp-server does.
+	if out := mustFlyctl(t, e.Getenv, "upstream", "list"); !strings.Contains(out, "PROTOCOL") || !strings.Contains(out, "2025-11-25") {
+		t.Fatalf("upstream list does not say what flyd speaks to it:\n%s", out)
 	}
 	before := fakeupstream.PIDs(dir, "instances")
 	if out := mustFlyctl(t, e.Getenv, "upstream", "restart", "fake"); out != "restarted 1 process(es)\n" {

@@ -72,7 +72,7 @@ func (s *Server) completeResults(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if !modernRequest(req) {
-			return res, err
+			return unmarked(res), err
 		}
 		var je *jsonrpc.Error
 		if errors.As(err, &je) && je.Code == codeResourceNotFound {
@@ -92,16 +92,42 @@ func (s *Server) completeResults(next mcp.MethodHandler) mcp.MethodHandler {
 				return markedComplete(r, completeCall), nil
 			}
 		case *mcp.GetPromptResult:
+			if r.InputRequests != nil {
+				return markedComplete(r, inputRequiredPrompt), nil
+			}
 			if !r.NeedsInput() {
 				return markedComplete(r, completePrompt), nil
 			}
 		case *mcp.ReadResourceResult:
+			if r.InputRequests != nil {
+				return markedComplete(r, inputRequiredRead), nil
+			}
 			if !r.NeedsInput() {
 				return markedComplete(r, completeRead), nil
 			}
 		}
 		return res, err
 	}
+}
+
+// unmarked returns a result for a client of the handshake era, which has
+// no resultType: a 2026-07-28 upstream's results carry one.
+func unmarked(res mcp.Result) mcp.Result {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if r != nil {
+			return markedComplete(r, mcp.CallToolResult{})
+		}
+	case *mcp.GetPromptResult:
+		if r != nil {
+			return markedComplete(r, mcp.GetPromptResult{})
+		}
+	case *mcp.ReadResourceResult:
+		if r != nil {
+			return markedComplete(r, mcp.ReadResourceResult{})
+		}
+	}
+	return res
 }
 
 // modernRequest reports whether req is of a 2026-07-28 session.
@@ -120,7 +146,9 @@ var (
 	completePrompt = decodedComplete[mcp.GetPromptResult]()
 	completeRead   = decodedComplete[mcp.ReadResourceResult]()
 
-	inputRequiredCall = decoded[mcp.CallToolResult](`{"resultType":"input_required"}`)
+	inputRequiredCall   = decoded[mcp.CallToolResult](`{"resultType":"input_required"}`)
+	inputRequiredPrompt = decoded[mcp.GetPromptResult](`{"resultType":"input_required"}`)
+	inputRequiredRead   = decoded[mcp.ReadResourceResult](`{"resultType":"input_required"}`)
 )
 
 func decodedComplete[T any]() T { return decoded[T](`{"resultType":"complete"}`) }
@@ -134,7 +162,7 @@ func decoded[T any](js string) T {
 }
 
 // markedComplete returns a copy of r that has r's exported fields and
-// marked's unexported ones (its resultType).
+// marked's unexported ones (its resultType, none for a zero marked).
 func markedComplete[T any](r *T, marked T) *T {
 	out := marked
 	src, dst := reflect.ValueOf(r).Elem(), reflect.ValueOf(&out).Elem()

@@ -38,13 +38,18 @@ func (s *Server) proxy(ctx context.Context, method string, req mcp.Request, next
 	if err != nil {
 		return nil, false, nil
 	}
+	if r, ok := req.(upstream.ClientRequest); ok {
+		// What the upstream says of the call goes back as req's era
+		// wants, and it sees req's capabilities.
+		ctx = upstream.WithRequest(ctx, r)
+	}
 	switch method {
 	case "tools/call":
 		p := req.(*mcp.CallToolRequest).Params
 		if s.own[p.Name] {
 			return nil, false, nil
 		}
-		res, ok, err := s.up.CallTool(upstream.WithRequest(ctx, ss), sess.Session, p)
+		res, ok, err := s.up.CallTool(ctx, sess.Session, p)
 		if ok {
 			sess.ToolCalled()
 		}

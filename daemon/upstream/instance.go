@@ -75,6 +75,7 @@ type instance struct {
 	progress map[string]progressRoute   // our progress token → the caller's
 	idle     *time.Timer
 	roots    map[string]bool
+	legacy   bool // a start at 2026-07-28 failed: the next is in the handshake era (era.go)
 }
 
 // progressGrace is how long progress is still routed after its call.
@@ -214,6 +215,9 @@ func (in *instance) supervise() {
 		if in.ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errRetryLegacy) {
+			continue // still starting: see runOnce
+		}
 		in.mu.Lock()
 		in.restarts++
 		in.state = stateRestarting
@@ -276,15 +280,29 @@ func (in *instance) runOnce() error {
 		client.AddRoots(rootOf(r))
 	}
 	in.mu.Unlock()
+	offer := in.offer()
 	ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
 	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: maxUpstreamLine},
-		&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion()})
+		&mcp.ClientSessionOptions{ProtocolVersion: offer})
 	cancel()
 	if err != nil {
 		stopProc(proc)
-		return fail(in.describe(proc, fmt.Errorf("initialize: %w", err)))
+		err = in.describe(proc, fmt.Errorf("initialize: %w", err))
+		if isModern(offer) && in.srv.Protocol == "" && in.ctx.Err() == nil {
+			// A server of the handshake era answers server/discover with
+			// an error, and the SDK falls back; this one failed instead.
+			// The next start, at once, is in that era: calls waiting for
+			// the upstream wait for it.
+			in.mu.Lock()
+			in.legacy = true
+			in.lastErr = err.Error()
+			in.mu.Unlock()
+			in.m.log.Info("upstream failed at 2026-07-28: starting it again in the handshake era", "upstream", in.srv.Name, "error", err)
+			return fmt.Errorf("%w: %w", errRetryLegacy, err)
+		}
+		return fail(err)
 	}
-	if c := cs.InitializeResult().Capabilities; c != nil && c.Logging != nil {
+	if c := cs.InitializeResult().Capabilities; c != nil && c.Logging != nil && !modernConn(cs) {
 		// Everything comes to flyd; each session gets what its own level
 		// lets through.
 		ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
@@ -309,7 +327,8 @@ func (in *instance) runOnce() error {
 	users := slices.Collect(maps.Values(in.users))
 	close(in.up)
 	in.mu.Unlock()
-	in.m.log.Info("upstream running", "upstream", in.srv.Name, "scope", in.key.scope, "pid", proc.PID(), "log", proc.ID())
+	in.m.log.Info("upstream running", "upstream", in.srv.Name, "scope", in.key.scope, "pid", proc.PID(), "log", proc.ID(),
+		"protocol", cs.InitializeResult().ProtocolVersion)
 	in.m.cfg.Changed()
 	defer in.m.cfg.Changed()
 	if lerr == nil {
@@ -568,20 +587,6 @@ func (in *instance) callAsking(ctx context.Context, s Session, ask askFunc, fn f
 	}
 }
 
-// protocolVersion is the newest MCP version that lets an upstream ask
-// flyd for roots, sampling and elicitation in the middle of a call,
-// which flyd routes to the calling session. Later versions replace
-// those requests with multi-round-trip results.
-func protocolVersion() string {
-	v := ""
-	for _, p := range mcp.SupportedProtocolVersions() {
-		if p < "2026" && p > v {
-			v = p
-		}
-	}
-	return v
-}
-
 // caller is the session of the only call in flight, if there is exactly
 // one: the one a sampling or elicitation request belongs to; with how to
 // ask its client when that is not a request of flyd's own (ask nil).
@@ -609,6 +614,9 @@ func (in *instance) caller() (Session, askFunc, error) {
 func (in *instance) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		Logger: in.m.log.With("upstream", in.srv.Name),
+		// A 2026-07-28 upstream's requests for input go to flyd, which
+		// answers them by the calling client's era (see exchange).
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			s, ask, err := in.caller()
 			if err != nil {
@@ -696,17 +704,6 @@ func (in *instance) toUsers(method string, params any) {
 	}
 }
 
-// requestKey keys the client's SDK session in a request's context.
-type requestKey struct{}
-
-// WithRequest marks ctx, a client's request on ss, so that what an
-// upstream says of the call in flight (its progress) goes back on that
-// request: over stateless HTTP (2026-07-28) each request has a session
-// and a stream of its own.
-func WithRequest(ctx context.Context, ss *mcp.ServerSession) context.Context {
-	return context.WithValue(ctx, requestKey{}, ss)
-}
-
 // withProgress routes the upstream's progress for one call back to the
 // caller's token, and returns the token to send upstream and a function
 // that ends the route.
@@ -716,8 +713,10 @@ func (in *instance) withProgress(ctx context.Context, s Session, token any) (any
 	}
 	ours := fmt.Sprintf("fly-%d", callSeq.Add(1))
 	route := progressRoute{session: s.ID(), token: token}
-	if ss, ok := ctx.Value(requestKey{}).(*mcp.ServerSession); ok {
-		route.to, route.reqCtx = ss, context.WithoutCancel(ctx)
+	if req := requestOf(ctx); req != nil {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			route.to, route.reqCtx = ss, context.WithoutCancel(ctx)
+		}
 	}
 	in.mu.Lock()
 	in.progress[ours] = route
@@ -832,6 +831,7 @@ func (in *instance) status() Status {
 		}
 	}
 	if in.proc != nil && in.cs != nil {
+		st.Protocol = in.cs.InitializeResult().ProtocolVersion
 		st.PID = in.proc.PID()
 		st.LogURI = "logs://upstream/" + in.proc.ID()
 		st.RSSBytes = rss(st.PID)

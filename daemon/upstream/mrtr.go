@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,13 +16,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Multi round-trip requests (MCP 2026-07-28). A client of that era cannot
-// be sent a request: an upstream's sampling or elicitation request in the
-// middle of the client's tools/call goes back to the client as an
-// input_required result of that call, and its answer comes with the
-// client's retry of the call, which carries the requestState flyd gave.
-// Meanwhile the upstream's call stays in flight on a relay, which the
-// retry finds by that state.
+// Multi round-trip requests (MCP 2026-07-28) for an upstream of the
+// handshake era. A client of the new era cannot be sent a request: an
+// upstream's sampling or elicitation request in the middle of the
+// client's tools/call, prompts/get or resources/read goes back to the
+// client as an input_required result of that request, and its answer
+// comes with the client's retry, which carries the requestState flyd
+// gave. Meanwhile the upstream's call stays in flight on a relay, which
+// the retry finds by that state. (An upstream of the new era asks in its
+// own results, which go to the client as they are: see era.go.)
+
+// relayPrefix starts the requestState of every relay's round.
+const relayPrefix = "fly-"
 
 // maxRelays bounds the calls waiting on their clients' answers.
 const maxRelays = 256
@@ -62,7 +67,7 @@ type askReply struct {
 }
 
 type callResult struct {
-	res *mcp.CallToolResult
+	res mcp.Result
 	err error
 }
 
@@ -72,57 +77,40 @@ type relays struct {
 	m  map[string]*relay
 }
 
-// modernCaller returns the SDK session of a request ctx carries when its
-// client speaks 2026-07-28.
-func modernCaller(ctx context.Context) *mcp.ServerSession {
-	ss, _ := ctx.Value(requestKey{}).(*mcp.ServerSession)
-	if ss == nil {
-		return nil
-	}
-	if p := ss.InitializeParams(); p != nil && p.ProtocolVersion >= "2026-07-28" {
-		return ss
-	}
-	return nil
-}
-
-// callRelayed calls an upstream tool for a 2026-07-28 client, or goes on
-// with the call its retry names.
-func (m *Manager) callRelayed(ctx context.Context, in *instance, s Session, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+// relayed makes x of a handshake-era upstream for req, a 2026-07-28
+// client's request, or goes on with the call its retry names.
+func (m *Manager) relayed(ctx context.Context, in *instance, s Session, req ClientRequest, x exchange) (mcp.Result, *pending, error) {
 	var r *relay
-	if p.RequestState != "" {
+	if strings.HasPrefix(x.state, relayPrefix) {
 		m.relays.mu.Lock()
-		r = m.relays.m[p.RequestState]
+		r = m.relays.m[x.state]
 		m.relays.mu.Unlock()
 		if r == nil || r.session != s.ID() {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is unknown or has expired: call the tool again without it"}
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is unknown or has expired: make the request again without it"}
 		}
-		r.answer(p.InputResponses)
+		r.answer(x.responses)
 	} else {
-		tok, end := in.withProgress(ctx, s, p.GetProgressToken())
-		if tok != nil {
-			params.Meta = maps.Clone(p.Meta)
-			if params.Meta == nil {
-				params.Meta = mcp.Meta{}
-			}
-			params.SetProgressToken(tok)
-		}
-		r = m.startRelay(in, s, ss, params, end)
+		// A new request, or the answer to a round the upstream asked in
+		// a result, which goes back to it as it came.
+		tok, end := in.withProgress(ctx, s, progressToken(x.meta))
+		meta := withToken(outMeta(ctx, s, false, x.meta), tok)
+		r = m.startRelay(in, s, req, end, func(ctx context.Context, cs *mcp.ClientSession) (mcp.Result, error) {
+			return x.send(ctx, cs, meta, x.responses, x.state)
+		})
 		if r == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many calls wait on their clients' input; try again"}
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many calls wait on their clients' input; try again"}
 		}
 	}
-	return m.next(ctx, r)
+	res, p, err := m.next(ctx, r)
+	return cleanResult(res), p, err
 }
 
 // startRelay starts the upstream call of a new relay; nil when the table
 // is full.
-func (m *Manager) startRelay(in *instance, s Session, ss *mcp.ServerSession, params *mcp.CallToolParams, done func()) *relay {
+func (m *Manager) startRelay(in *instance, s Session, req ClientRequest, done func(), send func(context.Context, *mcp.ClientSession) (mcp.Result, error)) *relay {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &relay{state: "fly-" + rand.Text(), session: s.ID(), asks: make(chan *inputAsk, 8), outcome: make(chan callResult, 1),
+	r := &relay{state: relayPrefix + rand.Text(), session: s.ID(), caps: req.ClientCapabilities(), asks: make(chan *inputAsk, 8), outcome: make(chan callResult, 1),
 		gone: make(chan struct{}), stop: stop, open: map[string]*inputAsk{}}
-	if p := ss.InitializeParams(); p != nil {
-		r.caps = p.Capabilities
-	}
 	m.relays.mu.Lock()
 	if m.relays.m == nil {
 		m.relays.m = map[string]*relay{}
@@ -139,10 +127,10 @@ func (m *Manager) startRelay(in *instance, s Session, ss *mcp.ServerSession, par
 	r.expiry = time.AfterFunc(in.srv.Timeout(), func() { m.dropRelay(r) })
 	m.wg.Go(func() { // owned by the manager: ends with the call, bounded by its timeout
 		defer done()
-		var res *mcp.CallToolResult
+		var res mcp.Result
 		err := in.callAsking(ctx, s, r.ask, func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
-			res, err = cs.CallTool(ctx, params)
+			res, err = send(ctx, cs)
 			return err
 		})
 		select {
@@ -175,22 +163,23 @@ func (m *Manager) dropRelay(r *relay) {
 }
 
 // next waits for what comes next of r: the call's result, or the
-// upstream's requests for input, which it returns as an input_required
-// result. Requests its client left unanswered are asked again at once.
-func (m *Manager) next(ctx context.Context, r *relay) (*mcp.CallToolResult, error) {
+// upstream's requests for input, which it returns as a round of the
+// client's input. Requests its client left unanswered are asked again at
+// once.
+func (m *Manager) next(ctx context.Context, r *relay) (mcp.Result, *pending, error) {
 	if r.hasOpen() { // its client left some unanswered: ask again
-		return m.round(r), nil
+		return nil, m.round(r), nil
 	}
 	select {
 	case o := <-r.outcome:
 		m.dropRelay(r)
-		return o.res, o.err
+		return o.res, nil, o.err
 	case a := <-r.asks:
 		r.hold(a)
 	case <-r.gone:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the call waited too long for its input and was ended: call the tool again"}
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the request waited too long for its input and was ended: make it again"}
 	case <-ctx.Done():
-		return nil, ctx.Err() // the relay waits for a retry until it expires
+		return nil, nil, ctx.Err() // the relay waits for a retry until it expires
 	}
 	t := time.NewTimer(askGather)
 	defer t.Stop()
@@ -203,17 +192,17 @@ func (m *Manager) next(ctx context.Context, r *relay) (*mcp.CallToolResult, erro
 		}
 		break
 	}
-	return m.round(r), nil
+	return nil, m.round(r), nil
 }
 
-// round is the input_required result of a new round of r, under a new
+// round is a new round of r's requests for input, under a new
 // requestState: each round's state names that round only.
-func (m *Manager) round(r *relay) *mcp.CallToolResult {
+func (m *Manager) round(r *relay) *pending {
 	m.relays.mu.Lock()
 	if m.relays.m[r.state] == r {
 		delete(m.relays.m, r.state)
 		r.mu.Lock()
-		r.state = "fly-" + rand.Text()
+		r.state = relayPrefix + rand.Text()
 		r.mu.Unlock()
 		m.relays.m[r.state] = r
 	}
@@ -235,9 +224,9 @@ func (r *relay) hold(a *inputAsk) {
 	r.mu.Unlock()
 }
 
-// pending is the input_required result asking for every open request;
-// nil when none is open.
-func (r *relay) pending() *mcp.CallToolResult {
+// pending is the round asking for every open request; nil when none is
+// open.
+func (r *relay) pending() *pending {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.open) == 0 {
@@ -247,7 +236,7 @@ func (r *relay) pending() *mcp.CallToolResult {
 	for k, a := range r.open {
 		reqs[k] = a.req
 	}
-	return &mcp.CallToolResult{InputRequests: reqs, RequestState: r.state}
+	return &pending{requests: reqs, state: r.state}
 }
 
 // answer hands the client's responses to the requests they answer.

@@ -89,6 +89,17 @@ func TestUpstreamServerEverything(t *testing.T) {
 	if got := textOf(t)(c2.cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything_echo", Arguments: map[string]any{"message": "hi"}})); got != "Echo: hi" {
 		t.Fatalf("everything_echo = %q", got)
 	}
+	// Servers of the TypeScript SDK 1.x answer server/discover with an
+	// error, and are spoken to in the handshake era, at the first start.
+	st, err := getStatus(u.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, up := range st.Upstreams {
+		if up.State == "running" && (up.Protocol != "2025-11-25" || up.Restarts != 0) {
+			t.Fatalf("upstream %s: protocol %q after %d restarts, want 2025-11-25 at once", up.Name, up.Protocol, up.Restarts)
+		}
+	}
 
 	// Progress comes back to the caller, with its token.
 	p := &mcp.CallToolParams{Name: "everything_trigger-long-running-operation", Arguments: map[string]any{"duration": 1, "steps": 3}}

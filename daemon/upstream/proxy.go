@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -166,27 +165,18 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	if orig == "" {
 		return nil, false, nil
 	}
-	params := &mcp.CallToolParams{Name: orig, Meta: p.Meta}
-	if len(p.Arguments) > 0 {
-		params.Arguments = p.Arguments
+	r, asked, err := m.exchange(ctx, in, s, exchange{meta: p.Meta, responses: p.InputResponses, state: p.RequestState,
+		send: func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (mcp.Result, error) {
+			params := &mcp.CallToolParams{Meta: meta, Name: orig, InputResponses: responses, RequestState: state}
+			if len(p.Arguments) > 0 {
+				params.Arguments = p.Arguments
+			}
+			return result(cs.CallTool(ctx, params))
+		}})
+	if asked != nil {
+		return &mcp.CallToolResult{InputRequests: asked.requests, RequestState: asked.state}, true, nil
 	}
-	if ss := modernCaller(ctx); ss != nil {
-		res, err := m.callRelayed(ctx, in, s, ss, p, params)
-		return res, true, err
-	}
-	tok, end := in.withProgress(ctx, s, p.GetProgressToken())
-	defer end()
-	if tok != nil {
-		params.Meta = maps.Clone(p.Meta)
-		if params.Meta == nil {
-			params.Meta = mcp.Meta{}
-		}
-		params.SetProgressToken(tok)
-	}
-	err = in.call(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
-		res, err = cs.CallTool(ctx, params)
-		return err
-	})
+	res, _ = r.(*mcp.CallToolResult)
 	return res, true, err
 }
 
@@ -234,12 +224,14 @@ func (m *Manager) GetPrompt(ctx context.Context, s Session, p *mcp.GetPromptPara
 	if in == nil || err != nil {
 		return nil, err != nil, err
 	}
-	q := *p
-	q.Name = orig
-	err = in.call(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
-		res, err = cs.GetPrompt(ctx, &q)
-		return err
-	})
+	r, asked, err := m.exchange(ctx, in, s, exchange{meta: p.Meta, responses: p.InputResponses, state: p.RequestState,
+		send: func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (mcp.Result, error) {
+			return result(cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: orig, Arguments: p.Arguments, InputResponses: responses, RequestState: state}))
+		}})
+	if asked != nil {
+		return &mcp.GetPromptResult{InputRequests: asked.requests, RequestState: asked.state}, true, nil
+	}
+	res, _ = r.(*mcp.GetPromptResult)
 	return res, true, err
 }
 
@@ -418,10 +410,14 @@ func (m *Manager) ReadResource(ctx context.Context, s Session, p *mcp.ReadResour
 	if in == nil || err != nil {
 		return nil, err != nil, err
 	}
-	err = in.call(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
-		res, err = cs.ReadResource(ctx, p)
-		return err
-	})
+	r, asked, err := m.exchange(ctx, in, s, exchange{meta: p.Meta, responses: p.InputResponses, state: p.RequestState,
+		send: func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (mcp.Result, error) {
+			return result(cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: p.URI, InputResponses: responses, RequestState: state}))
+		}})
+	if asked != nil {
+		return &mcp.ReadResourceResult{InputRequests: asked.requests, RequestState: asked.state}, true, nil
+	}
+	res, _ = r.(*mcp.ReadResourceResult)
 	return res, true, err
 }
 
@@ -485,6 +481,7 @@ func (m *Manager) Complete(ctx context.Context, s Session, p *mcp.CompleteParams
 		return nil, false, nil
 	}
 	err = in.call(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
+		q.Meta = outMeta(ctx, s, modernConn(cs), p.Meta)
 		res, err = cs.Complete(ctx, &q)
 		return err
 	})

@@ -7,13 +7,19 @@
 // Like fakeflutter it is a library: a test binary re-executes itself with
 // FLY_TEST_HELPER=upstream (Main) or upstream-child (Child).
 //
-// Tools: echo {text}; roots (the roots flyd answered); slow {steps}
+// Tools: echo {text}; roots (the roots it was given); slow {steps}
 // (progress per step, until cancelled); crash (exits 3 after a line on
-// stderr); sample (asks the client for a sampling/createMessage); log
-// {text} (a logging notification); grow {text} (adds a tool named text);
-// bump (resources/updated for
-// fake://counter); subscriptions (what is subscribed now).
-// Resources: fake://counter; template fake://item/{id}. Prompt: greet.
+// stderr); sample (asks for a sampling/createMessage); log {text} (a
+// logging notification); grow {text} (adds a tool named text); bump
+// (resources/updated for fake://counter); subscriptions (what is
+// subscribed now). Resources: fake://counter; template fake://item/{id}.
+// Prompts: greet; confirm (asks to elicit a yes).
+//
+// Like dart mcp-server it speaks the handshake era only, unless EnvEras
+// says "both": then it serves 2026-07-28 too. Its tools and prompts ask
+// for input in their results (multi round-trip requests), which the SDK
+// turns into requests for a client of the handshake era, so they work
+// in either era.
 package fakeupstream
 
 // Roots, sampling and logging are deprecated from protocol 2026-07-28 on,
@@ -22,8 +28,12 @@ package fakeupstream
 //lint:file-ignore SA1019 upstreams of the session-ful protocol use roots, sampling and logging
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -50,6 +60,15 @@ const EnvGate = "FAKE_UPSTREAM_GATE"
 // EnvChildMB makes the analysis child hold that many MiB of memory, as
 // the real one holds gigabytes (for the memory benchmark).
 const EnvChildMB = "FAKE_UPSTREAM_CHILD_MB"
+
+// EnvEras "both" makes the fake serve MCP 2026-07-28 as well as the
+// handshake era.
+const EnvEras = "FAKE_UPSTREAM_ERAS"
+
+// EnvStrict makes the fake exit when its first request is not
+// initialize, as some servers of the handshake era end the session on
+// any request before it.
+const EnvStrict = "FAKE_UPSTREAM_STRICT"
 
 // CounterURI is the subscribable resource.
 const CounterURI = "fake://counter"
@@ -88,7 +107,16 @@ func Main(getenv func(string) string) int {
 
 	var mu sync.Mutex
 	subs := map[string]bool{}
+	var versions []string
+	if getenv(EnvEras) != "both" {
+		for _, v := range mcp.SupportedProtocolVersions() {
+			if v < "2026" {
+				versions = append(versions, v)
+			}
+		}
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-upstream", Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: versions,
 		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
 			mu.Lock()
 			subs[r.Params.URI] = true
@@ -108,17 +136,17 @@ func Main(getenv func(string) string) int {
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo text."}, func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, textOut, error) {
 		return nil, textOut(a), nil
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "The roots the client gave."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, listOut, error) {
-		res, err := req.Session.ListRoots(ctx, nil)
-		if err != nil {
-			return nil, listOut{}, err
+	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "The roots the client gave."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		res, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult)
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil, nil
 		}
 		var out []string
 		for _, r := range res.Roots {
 			out = append(out, r.URI)
 		}
 		record(dir, "roots", pid, strings.Join(out, "\n"))
-		return nil, listOut{Items: out}, nil
+		return structured(listOut{Items: out}), nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Report progress each step until cancelled."}, func(ctx context.Context, req *mcp.CallToolRequest, a stepsArgs) (*mcp.CallToolResult, textOut, error) {
 		for i := range a.Steps {
@@ -139,16 +167,21 @@ func Main(getenv func(string) string) int {
 		os.Exit(3)
 		return nil, textOut{}, nil
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client to sample."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
-		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
-		if err != nil {
-			return nil, textOut{}, err
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Ask the client to sample."}, func(ctx context.Context, req *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+		res, ok := req.Params.InputResponses["sample"].(*mcp.CreateMessageWithToolsResult)
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"sample": &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}},
+			}}, nil, nil
 		}
-		t, _ := res.Content.(*mcp.TextContent)
+		var t *mcp.TextContent
+		if len(res.Content) == 1 {
+			t, _ = res.Content[0].(*mcp.TextContent)
+		}
 		if t == nil {
-			return nil, textOut{}, fmt.Errorf("sampled %T", res.Content)
+			return nil, nil, fmt.Errorf("sampled %v", res.Content)
 		}
-		return nil, textOut{Text: t.Text}, nil
+		return structured(textOut{Text: t.Text}), nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "log", Description: "Send a log message."}, func(ctx context.Context, req *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, textOut, error) {
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: a.Text})
@@ -183,6 +216,14 @@ func Main(getenv func(string) string) int {
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["name"]}}}}, nil
 	})
+	srv.AddPrompt(&mcp.Prompt{Name: "confirm", Description: "Asks the user to confirm."}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		res, ok := r.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+		if !ok {
+			return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: "Sure?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"sure": map[string]any{"type": "boolean"}}}}}}, nil
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "confirmed: " + res.Action}}}}, nil
+	})
 	if gate := getenv(EnvGate); gate != "" {
 		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if _, err := os.Stat(gate); err == nil {
@@ -190,13 +231,39 @@ func Main(getenv func(string) string) int {
 			}
 		}
 	}
-	err := srv.Run(context.Background(), &mcp.StdioTransport{})
+	var in io.Reader = os.Stdin
+	if getenv(EnvStrict) != "" {
+		in = strictStart(os.Stdin)
+	}
+	err := srv.Run(context.Background(), &mcp.IOTransport{Reader: io.NopCloser(in), Writer: os.Stdout})
 	_ = child.Process.Kill()
 	_ = child.Wait()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake upstream:", err)
 	}
 	return 0
+}
+
+// structured is a tool result of v, as JSON text and structured content.
+func structured(v any) *mcp.CallToolResult {
+	b, _ := json.Marshal(v)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: v}
+}
+
+// strictStart reads the first line of r and exits, as a strict server of
+// the handshake era does, unless it is an initialize request; it returns
+// a reader of the whole input.
+func strictStart(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	line, err := br.ReadBytes('\n')
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if err == nil && json.Unmarshal(line, &msg) == nil && msg.Method != "initialize" {
+		fmt.Fprintf(os.Stderr, "fake upstream: %s before initialize: exiting\n", msg.Method)
+		os.Exit(4)
+	}
+	return io.MultiReader(bytes.NewReader(line), br)
 }
 
 // Child stands in for the analysis server: it holds EnvChildMB MiB and

@@ -49,6 +49,11 @@ type Server struct {
 	Prefix     *string `json:"prefix,omitempty"`      // of its tool and prompt names; default Name; "" for none
 	TimeoutSec float64 `json:"timeout_sec,omitempty"` // of one call; default DefaultTimeout
 	Disabled   bool    `json:"disabled,omitempty"`
+	// Protocol is the newest MCP revision flyd offers the server: "" for
+	// the newest flyd speaks, which a server of the handshake era answers
+	// with the newest it speaks; "2025-11-25" keeps one that speaks both
+	// eras in the handshake era.
+	Protocol string `json:"protocol,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
 }
@@ -91,7 +96,11 @@ func (s Server) Equal(o Server) bool {
 	return s.Name == o.Name && bytes.Equal(a, b)
 }
 
-var knownFields = []string{"type", "command", "args", "env", "url", "share", "prefix", "timeout_sec", "disabled"}
+var knownFields = []string{"type", "command", "args", "env", "url", "share", "prefix", "timeout_sec", "disabled", "protocol"}
+
+// ProtocolVersions are the MCP revisions an entry's "protocol" may name:
+// those flyd speaks to upstreams, oldest first.
+var ProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 
 func (s Server) MarshalJSON() ([]byte, error) {
 	type plain Server
@@ -372,6 +381,9 @@ func Upstreams(f *File) ([]Server, error) {
 		}
 		if s.TimeoutSec < 0 {
 			return nil, fmt.Errorf("server %s: timeout_sec must be positive", s.Name)
+		}
+		if s.Protocol != "" && !slices.Contains(ProtocolVersions, s.Protocol) {
+			return nil, fmt.Errorf("server %s: protocol %q: use one of %s, or leave it out for the newest", s.Name, s.Protocol, strings.Join(ProtocolVersions, ", "))
 		}
 		p := strings.ToLower(s.ToolPrefix())
 		if other, ok := byPrefix[p]; ok && p == "" {

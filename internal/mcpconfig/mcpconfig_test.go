@@ -60,6 +60,7 @@ func TestUpstreamsRefuses(t *testing.T) {
 		{"not object", `{"mcpServers":[]}`, "not an object"},
 		{"two unprefixed", `{"mcpServers":{"a":{"command":"x","prefix":""},"b":{"command":"y","prefix":""}}}`, "at most one server's names go unprefixed"},
 		{"bad prefix", `{"mcpServers":{"a":{"command":"x","prefix":"a b"}}}`, `prefix "a b"`},
+		{"unknown protocol", `{"mcpServers":{"a":{"command":"x","protocol":"2026-01-01"}}}`, `protocol "2026-01-01": use one of 2024-11-05`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Parse([]byte(tc.in))

@@ -351,8 +351,9 @@ type Upstream struct {
 	Sessions  int    `json:"sessions"`
 	Restarts  int    `json:"restarts"`
 	RSSBytes  int64  `json:"rss_bytes,omitempty"`
-	LogURI    string `json:"log_uri,omitempty"` // logs://upstream/{id}: its stderr
-	Error     string `json:"error,omitempty"`   // why it is not running
+	Protocol  string `json:"protocol,omitempty"` // the MCP revision flyd speaks to it, while running
+	LogURI    string `json:"log_uri,omitempty"`  // logs://upstream/{id}: its stderr
+	Error     string `json:"error,omitempty"`    // why it is not running
 }
 
 // Session describes an MCP session, connected or ended.

@@ -143,7 +143,7 @@ function renderStatus(st) {
   const ub = $("#upstreams tbody");
   ub.replaceChildren(...ups.map((u) => el("tr", {},
     el("td", {}, u.name), el("td", { class: "state-" + u.state }, u.state + (u.error ? " — " + u.error : "")),
-    el("td", {}, u.pid || "-"), el("td", {}, String(u.sessions)), el("td", {}, String(u.restarts)),
+    el("td", {}, u.pid || "-"), el("td", {}, u.protocol || "-"), el("td", {}, String(u.sessions)), el("td", {}, String(u.restarts)),
     el("td", {}, bytes(u.rss_bytes)), el("td", { class: "mono" }, u.workspace || "(" + u.share + ")"))));
 }
 

@@ -1,0 +1,221 @@
+package upstream_test
+
+//lint:file-ignore SA1019 upstreams of the handshake era use roots, sampling and logging
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fly-dev/fly/internal/fakeupstream"
+	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fakeEnv is the fake upstream's environment, with more variables.
+func fakeEnv(dir string, kv ...string) map[string]string {
+	env := map[string]string{"FLY_TEST_HELPER": "upstream", fakeupstream.EnvDir: dir}
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	return env
+}
+
+// upstreamStatus waits for the one upstream's status to be running and
+// returns it.
+func upstreamStatus(t *testing.T, e *flytest.Env) wire.Upstream {
+	t.Helper()
+	var up wire.Upstream
+	eventually(t, "the upstream running", func() bool {
+		st, err := getStatus(e)
+		if err != nil || len(st.Upstreams) != 1 {
+			return false
+		}
+		up = st.Upstreams[0]
+		return up.State == "running"
+	})
+	return up
+}
+
+// modernClient is a go-sdk client of MCP 2026-07-28 through a real shim:
+// it samples, elicits (declining) and has one root of its own. With raw,
+// the SDK hands it input_required results instead of answering them.
+func modernClient(t *testing.T, u *upEnv, name, ws string, raw bool) *mcp.ClientSession {
+	t.Helper()
+	opts := &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "sampled by " + name}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	}
+	if raw {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts)
+	client.AddRoots(&mcp.Root{URI: "file:///client/" + name, Name: name})
+	_, flyctl := flytest.Binaries(t)
+	cmd := exec.Command(flyctl, "mcp", "--workspace", ws)
+	cmd.Env = u.e.Vars
+	cmd.Stderr = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatalf("connect %s: %v", name, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func toolText(t *testing.T, cs *mcp.ClientSession, tool string) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("%s = %+v, %v", tool, res, err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+func promptText(t *testing.T, cs *mcp.ClientSession, prompt string) string {
+	t.Helper()
+	res, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: prompt})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("%s = %+v, %v", prompt, res, err)
+	}
+	return res.Messages[0].Content.(*mcp.TextContent).Text
+}
+
+// TestUpstreamModernEra: an upstream that speaks 2026-07-28 is spoken to
+// in it. Its requests for input reach a client of that era as the
+// upstream made them (its own keys, so the client answers them itself,
+// its roots included), and a client of the handshake era as requests,
+// but for roots, which flyd answers with the workspace; its log reaches
+// the handshake-era client at the level that client set.
+func TestUpstreamModernEra(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	dir := t.TempDir()
+	u := startUpEnv(t, map[string]any{"env": fakeEnv(dir, fakeupstream.EnvEras, "both")})
+	ws := newWorkspace(t)
+	legacy := u.connect(t, "legacy", ws)
+	modern := modernClient(t, u, "modern", ws, false)
+	raw := modernClient(t, u, "raw", ws, true)
+
+	if got := callText(t, legacy, "fake_echo", map[string]any{"text": "hi"}); got != `{"text":"hi"}` {
+		t.Fatalf("fake_echo = %s", got)
+	}
+	if up := upstreamStatus(t, u.e); up.Protocol != "2026-07-28" {
+		t.Fatalf("the upstream is spoken to at %q, want 2026-07-28", up.Protocol)
+	}
+
+	// The handshake-era client is asked, as before; flyd gives the roots.
+	if got := callText(t, legacy, "fake_sample", nil); got != `{"text":"sampled by legacy"}` {
+		t.Fatalf("fake_sample for the handshake-era client = %s", got)
+	}
+	root, _ := filepath.EvalSymlinks(ws)
+	if got, want := callText(t, legacy, "fake_roots", nil), (&url.URL{Scheme: "file", Path: root}).String(); got != `{"items":["`+want+`"]}` {
+		t.Fatalf("fake_roots for the handshake-era client = %s, want the workspace %s", got, want)
+	}
+	if got := promptText(t, legacy.cs, "fake_confirm"); got != "confirmed: decline" {
+		t.Fatalf("fake_confirm for the handshake-era client = %q", got)
+	}
+	if err := legacy.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	callText(t, legacy, "fake_log", map[string]any{"text": "careful"})
+	if got := waitFor(t, "the upstream's log", legacy.logs); got != "careful" {
+		t.Fatalf("log = %q", got)
+	}
+
+	// The 2026-07-28 client answers what the upstream asks, roots
+	// included: its own, not the workspace.
+	if got := toolText(t, modern, "fake_sample"); got != `{"text":"sampled by modern"}` {
+		t.Fatalf("fake_sample for the 2026-07-28 client = %s", got)
+	}
+	if got := toolText(t, modern, "fake_roots"); got != `{"items":["file:///client/modern"]}` {
+		t.Fatalf("fake_roots for the 2026-07-28 client = %s, want its own root", got)
+	}
+	if got := promptText(t, modern, "fake_confirm"); got != "confirmed: decline" {
+		t.Fatalf("fake_confirm for the 2026-07-28 client = %q", got)
+	}
+
+	// It gets the upstream's own input_required result, and its answer
+	// goes back as it gave it.
+	res, err := raw.CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_sample"})
+	if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 || res.InputRequests["sample"] == nil {
+		t.Fatalf("fake_sample, answered by hand = %+v, %v; want the upstream's request under its key \"sample\"", res, err)
+	}
+	res, err = raw.CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_sample", RequestState: res.RequestState,
+		InputResponses: mcp.InputResponseMap{"sample": &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "by hand"}}}})
+	if err != nil || res.NeedsInput() || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != `{"text":"by hand"}` {
+		t.Fatalf("fake_sample's retry = %+v, %v", res, err)
+	}
+}
+
+// TestUpstreamHandshakeEraFallback: an upstream of the handshake era that
+// exits on a request before initialize (server/discover) is started
+// again at once in that era, and serves.
+func TestUpstreamHandshakeEraFallback(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	dir := t.TempDir()
+	u := startUpEnv(t, map[string]any{"env": fakeEnv(dir, fakeupstream.EnvStrict, "1")})
+	c := u.connect(t, "a", newWorkspace(t))
+	if got := callText(t, c, "fake_echo", map[string]any{"text": "hi"}); got != `{"text":"hi"}` {
+		t.Fatalf("fake_echo = %s", got)
+	}
+	up := upstreamStatus(t, u.e)
+	if up.Protocol != "2025-11-25" || up.Restarts != 0 {
+		t.Fatalf("upstream = %+v; want it at 2025-11-25, and the try at 2026-07-28 not counted as a restart", up)
+	}
+	if n := len(fakeupstream.PIDs(dir, "instances")); n != 2 {
+		t.Fatalf("%d upstream processes started, want 2 (one asked server/discover)", n)
+	}
+}
+
+// TestUpstreamPinnedEra: "protocol": "2025-11-25" keeps an upstream that
+// speaks both eras in the handshake era. A 2026-07-28 client then gets
+// its requests for input relayed under flyd's keys, for prompts as for
+// tools, and answers them by itself.
+func TestUpstreamPinnedEra(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	dir := t.TempDir()
+	u := startUpEnv(t, map[string]any{"env": fakeEnv(dir, fakeupstream.EnvEras, "both"), "protocol": "2025-11-25"})
+	ws := newWorkspace(t)
+	modern := modernClient(t, u, "modern", ws, false)
+	raw := modernClient(t, u, "raw", ws, true)
+	if got := toolText(t, modern, "fake_sample"); got != `{"text":"sampled by modern"}` {
+		t.Fatalf("fake_sample = %s", got)
+	}
+	if up := upstreamStatus(t, u.e); up.Protocol != "2025-11-25" {
+		t.Fatalf("the pinned upstream is spoken to at %q", up.Protocol)
+	}
+	if got := promptText(t, modern, "fake_confirm"); got != "confirmed: decline" {
+		t.Fatalf("fake_confirm, relayed = %q", got)
+	}
+	res, err := raw.CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_sample"})
+	keys := slices.Collect(func(yield func(string) bool) {
+		for k := range res.InputRequests {
+			yield(k)
+		}
+	})
+	if err != nil || !res.NeedsInput() || len(keys) != 1 || !strings.HasPrefix(keys[0], "input-") || !strings.HasPrefix(res.RequestState, "fly-") {
+		t.Fatalf("fake_sample, relayed = %+v, %v; want one request under flyd's key, with flyd's state", res, err)
+	}
+	// A state flyd did not give is refused.
+	_, err = raw.CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_sample", RequestState: "fly-forged",
+		InputResponses: mcp.InputResponseMap{keys[0]: &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "x"}}}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("a forged requestState = %v, want -32602", err)
+	}
+}
