@@ -268,3 +268,29 @@ func readText(t testing.TB, cs *mcp.ClientSession, uri string) (string, map[stri
 	}
 	return res.Contents[0].Text, res.Meta
 }
+
+// eachClient runs scenario as a subtest for clients of either era
+// through each way agents reach flyd: the shim's socket and Streamable
+// HTTP. Each subtest starts its own flyd on e's settings (start), and
+// scenario connects its clients with the connector it is given.
+func eachClient(t *testing.T, start func(t *testing.T) *flytest.Env, scenario func(t *testing.T, e *flytest.Env, connect connector, era func() *notes)) {
+	for _, via := range []string{"shim", "http"} {
+		for name, era := range eras {
+			t.Run(via+"/"+name, func(t *testing.T) {
+				t.Parallel() // its own flyd
+				e := start(t)
+				connect := viaShim(e)
+				if via == "http" {
+					st, err := getStatus(e)
+					if err != nil || st.HTTP == "" {
+						t.Fatalf("no loopback listener: %v", err)
+					}
+					f := &tcpFlyd{e: e, addr: st.HTTP}
+					f.token = f.readToken(t)
+					connect = viaStreamable(f)
+				}
+				scenario(t, e, connect, era)
+			})
+		}
+	}
+}

@@ -122,16 +122,23 @@ func findRun(runs []RunInfo, id string) (RunInfo, bool) {
 }
 
 // TestRunSharedBetweenClients: client A starts the app; client B sees the
-// run, follows its log, hot-reloads and stops it; A sees it stopped.
+// run, follows its log, hot-reloads and stops it; A sees it stopped. With
+// clients of either era, through the shim and over Streamable HTTP.
 func TestRunSharedBetweenClients(t *testing.T) {
-	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
-	e := flytest.NewEnv(t)
-	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=50")
-	flytest.StartFlyd(t, e)
+	t.Parallel() // its own flyds: they wait mostly, so they overlap the others
+	eachClient(t, func(t *testing.T) *flytest.Env {
+		e := flytest.NewEnv(t)
+		e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=50")
+		flytest.StartFlyd(t, e)
+		return e
+	}, runSharedBetweenClients)
+}
+
+func runSharedBetweenClients(t *testing.T, _ *flytest.Env, connect connector, era func() *notes) {
 	root := flutterProject(t)
-	na, nb := newNotes(), newNotes()
-	a := viaShim(e)(t, "client-a", root, na)
-	b := viaShim(e)(t, "client-b", root, nb)
+	na, nb := era(), era()
+	a := connect(t, "client-a", root, na)
+	b := connect(t, "client-b", root, nb)
 
 	var started runOut
 	if res := callTool(t, a, "flutter_run", map[string]any{"device": "linux"}, &started); res.IsError {
@@ -153,9 +160,7 @@ func TestRunSharedBetweenClients(t *testing.T) {
 	if !slices.Contains(uris, started.LogURI) {
 		t.Fatalf("B's resources/list lacks %s: %v", started.LogURI, uris[:min(10, len(uris))])
 	}
-	if err := b.Subscribe(context.Background(), &mcp.SubscribeParams{URI: started.LogURI}); err != nil {
-		t.Fatal(err)
-	}
+	nb.subscribe(t, b, started.LogURI)
 	nb.waitUpdated(t, started.LogURI)
 
 	var reload restartResult

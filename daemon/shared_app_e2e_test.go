@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -108,16 +107,24 @@ func TestHonestReloads(t *testing.T) {
 // reload refuse with B's name and note; A's force overrides it and is
 // recorded; the claim ends with B's session. The errors resource is
 // listed, readable and tells its subscriber when errors arrive, and A,
-// which never subscribed, gets the same errors from the tool.
+// which never subscribed, gets the same errors from the tool. With
+// clients of either era, through the shim and over Streamable HTTP (where
+// a 2026-07-28 client's session ends by idling: 2 s here).
 func TestTwoAgentsOneApp(t *testing.T) {
-	t.Parallel() // its own flyd
-	e := flytest.NewEnv(t)
-	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvErrorsOnReload+"=nullcheck")
-	flytest.StartFlyd(t, e)
+	t.Parallel() // its own flyds
+	eachClient(t, func(t *testing.T) *flytest.Env {
+		e := flytest.NewEnv(t)
+		e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvErrorsOnReload+"=nullcheck")
+		flytest.StartFlyd(t, e, "--http-session-idle", "2s")
+		return e
+	}, twoAgentsOneApp)
+}
+
+func twoAgentsOneApp(t *testing.T, _ *flytest.Env, connect connector, era func() *notes) {
 	root := flutterProject(t)
-	a := viaShim(e)(t, "claude-code", root, nil)
-	bNotes := newNotes()
-	b := viaShim(e)(t, "cursor", root, bNotes)
+	a := connect(t, "claude-code", root, era())
+	bNotes := era()
+	b := connect(t, "cursor", root, bNotes)
 
 	var run runOut
 	if res := callTool(t, a, "flutter_run", nil, &run); res.IsError {
@@ -128,9 +135,7 @@ func TestTwoAgentsOneApp(t *testing.T) {
 	if uris, _ := listAll(t, b); !strings.Contains(strings.Join(uris, " "), errorsURI) {
 		t.Errorf("resources/list does not list %s", errorsURI)
 	}
-	if err := b.Subscribe(context.Background(), &mcp.SubscribeParams{URI: errorsURI}); err != nil {
-		t.Fatal(err)
-	}
+	bNotes.subscribe(t, b, errorsURI)
 
 	// B reloads; the app throws; B's subscription is told.
 	var out reloadOut
