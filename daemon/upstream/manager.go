@@ -4,7 +4,10 @@
 // restarted after a crash, stopped when idle. It is the go-sdk's client
 // side: it proxies tools, prompts, resources, templates, subscriptions,
 // completion, progress, cancellation, logging, sampling and elicitation,
-// and answers the upstream's roots/list with the workspace root.
+// and answers the upstream's roots/list with the workspace root. It
+// speaks MCP 2026-07-28 to upstreams that offer it and the handshake era
+// to the others, and carries requests for input between the eras of
+// client and upstream (era.go, mrtr.go).
 //
 // It owns the upstream processes' MCP connections and the bookkeeping of
 // who shares what. It does not own the processes (Config.Start does: the
