@@ -51,16 +51,21 @@ func upstreamStatus(t *testing.T, e *flytest.Env) wire.Upstream {
 // the SDK hands it input_required results instead of answering them.
 func modernClient(t *testing.T, u *upEnv, name, ws string, raw bool) *mcp.ClientSession {
 	t.Helper()
-	opts := &mcp.ClientOptions{
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "sampled by " + name}}, nil
-		},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "decline"}, nil
-		},
-	}
+	opts := &mcp.ClientOptions{}
 	if raw {
 		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	return modernClientWith(t, u, name, ws, opts)
+}
+
+// modernClientWith is modernClient with more options.
+func modernClientWith(t *testing.T, u *upEnv, name, ws string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	opts.CreateMessageHandler = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "sampled by " + name}}, nil
+	}
+	opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts)
 	client.AddRoots(&mcp.Root{URI: "file:///client/" + name, Name: name})
@@ -147,6 +152,40 @@ func TestUpstreamModernEra(t *testing.T) {
 	}
 	if got := promptText(t, modern, "fake_confirm"); got != "confirmed: decline" {
 		t.Fatalf("fake_confirm for the 2026-07-28 client = %q", got)
+	}
+
+	// The upstream's notifications, which it sends on listen streams of
+	// flyd's: a resource's updates reach the subscribers of both eras,
+	// and a tool list's change the sessions of both.
+	modernUpdated, modernTools := make(chan string, 10), make(chan struct{}, 10)
+	listener := modernClientWith(t, u, "listener", ws, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { modernUpdated <- r.Params.URI },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { modernTools <- struct{}{} },
+	})
+	if err := legacy.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: fakeupstream.CounterURI}); err != nil {
+		t.Fatal(err)
+	}
+	if err := listener.Subscribe(context.Background(), &mcp.SubscribeParams{URI: fakeupstream.CounterURI}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the upstream subscribed", func() bool {
+		return callText(t, legacy, "fake_subscriptions", nil) == `{"items":["`+fakeupstream.CounterURI+`"]}`
+	})
+	callText(t, legacy, "fake_bump", nil)
+	if got := waitFor(t, "the legacy client's update", legacy.updated); got != fakeupstream.CounterURI {
+		t.Fatalf("updated %s", got)
+	}
+	if got := waitFor(t, "the modern client's update", modernUpdated); got != fakeupstream.CounterURI {
+		t.Fatalf("updated %s", got)
+	}
+	for len(legacy.tools) > 0 {
+		<-legacy.tools
+	}
+	callText(t, legacy, "fake_grow", map[string]any{"text": "sprout"})
+	waitFor(t, "the legacy client told the tools changed", legacy.tools)
+	waitFor(t, "the modern client told the tools changed", modernTools)
+	if got := toolText(t, listener, "fake_sprout"); got != `{"text":"grown sprout"}` {
+		t.Fatalf("fake_sprout = %s", got)
 	}
 
 	// It gets the upstream's own input_required result, and its answer
