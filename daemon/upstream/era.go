@@ -152,8 +152,8 @@ func outMeta(ctx context.Context, s Session, modernUp bool, meta mcp.Meta) mcp.M
 	return out
 }
 
-// capsMeta is the clientCapabilities of a 2026-07-28 request: the input
-// the upstream may ask for (roots when roots is set).
+// capsMeta is the clientCapabilities _meta of a request upstream: the
+// input the upstream may ask the client for (roots when roots is set).
 func capsMeta(c *mcp.ClientCapabilities, roots bool) map[string]any {
 	m := map[string]any{}
 	if roots {
