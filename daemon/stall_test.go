@@ -289,6 +289,13 @@ func TestIdleHTTPSessionsReaped(t *testing.T) {
 	f2 := newHTTPFixture(t, Config{})
 	s2, hc2, u2 := f2.s, f2.hc, f2.u
 	first, _ := streamablePost(t, hc2, u2, "", initialize)
+	// Its request ends (and its idle time starts) when flyd's handler
+	// returns, which may be after the client has read the answer: the
+	// sessions made after it must be younger.
+	flytest.Eventually(t, "the first session idle", func() bool {
+		h := s2.http.get(first)
+		return h != nil && h.idle() > 0
+	})
 	for range maxHTTPSessions - 1 {
 		streamablePost(t, hc2, u2, "", initialize)
 	}
