@@ -3,8 +3,12 @@ package upstream_test
 //lint:file-ignore SA1019 upstreams of the handshake era use roots, sampling and logging
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -256,5 +260,75 @@ func TestUpstreamPinnedEra(t *testing.T) {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("a forged requestState = %v, want -32602", err)
+	}
+}
+
+// TestUpstreamAsksOnTheCallsStream: over Streamable HTTP, an upstream's
+// sampling request in the middle of a handshake-era client's call goes
+// to the client on that call's own stream, where the era puts a request
+// that belongs to one, and the answer finishes the call. The client never
+// opens its GET stream, so nothing can go astray there.
+func TestUpstreamAsksOnTheCallsStream(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	u := startUpEnv(t, nil)
+	hc := u.e.HTTPClient()
+	hc.Timeout = 0 // the call's stream stays open while it waits; the context bounds it
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	endpoint := "http://flyd/mcp?workspace=" + url.QueryEscape(newWorkspace(t))
+	session := ""
+	post := func(body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := hc.Do(req)
+		if err != nil || resp.StatusCode/100 != 2 {
+			t.Fatalf("POST %.80s: %v %v", body, err, resp)
+		}
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	session = resp.Header.Get("Mcp-Session-Id")
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	resp = post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+
+	call := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fake_sample","arguments":{}}}`)
+	defer call.Body.Close()
+	events := bufio.NewScanner(call.Body)
+	events.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() map[string]any {
+		t.Helper()
+		for events.Scan() {
+			if data, ok := strings.CutPrefix(events.Text(), "data: "); ok {
+				var msg map[string]any
+				if err := json.Unmarshal([]byte(data), &msg); err != nil {
+					t.Fatalf("event %q: %v", data, err)
+				}
+				return msg
+			}
+		}
+		t.Fatalf("the call's stream ended: %v", events.Err())
+		return nil
+	}
+	ask := next()
+	if ask["method"] != "sampling/createMessage" {
+		t.Fatalf("the call's stream carried %v first, want the upstream's sampling request", ask)
+	}
+	id, _ := json.Marshal(ask["id"])
+	answer := post(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"role":"assistant","model":"m","content":{"type":"text","text":"on the stream"}}}`)
+	answer.Body.Close()
+	res := next()
+	if b, _ := json.Marshal(res); res["id"] != float64(2) || !strings.Contains(string(b), `on the stream`) {
+		t.Fatalf("the call's result = %s", b)
 	}
 }

@@ -544,7 +544,8 @@ func (in *instance) call(ctx context.Context, s Session, fn func(context.Context
 // how the upstream's requests for input reach it (see mrtr.go).
 type callRec struct {
 	session string
-	ask     askFunc // nil: ask the session's client directly
+	ask     askFunc         // nil: ask the session's client directly
+	ctx     context.Context // the call's, which carries the client's request
 }
 
 // askFunc asks a client for input in the middle of its call.
@@ -561,7 +562,7 @@ func (in *instance) callAsking(ctx context.Context, s Session, ask askFunc, fn f
 	}
 	id := callSeq.Add(1)
 	in.mu.Lock()
-	in.calls[id] = callRec{session: s.ID(), ask: ask}
+	in.calls[id] = callRec{session: s.ID(), ask: ask, ctx: ctx}
 	in.mu.Unlock()
 	defer func() {
 		in.mu.Lock()
@@ -589,8 +590,9 @@ func (in *instance) callAsking(ctx context.Context, s Session, ask askFunc, fn f
 
 // caller is the session of the only call in flight, if there is exactly
 // one: the one a sampling or elicitation request belongs to; with how to
-// ask its client when that is not a request of flyd's own (ask nil).
-func (in *instance) caller() (Session, askFunc, error) {
+// ask its client when that is not a request of flyd's own (ask nil), and
+// the call's context.
+func (in *instance) caller() (Session, askFunc, context.Context, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	ids := map[string]bool{}
@@ -603,12 +605,26 @@ func (in *instance) caller() (Session, askFunc, error) {
 		}
 	}
 	if len(ids) != 1 {
-		return nil, nil, fmt.Errorf("flyd shares %s between sessions and cannot tell which one this request is for (%d have calls in flight)", in.srv.Name, len(ids))
+		return nil, nil, nil, fmt.Errorf("flyd shares %s between sessions and cannot tell which one this request is for (%d have calls in flight)", in.srv.Name, len(ids))
 	}
 	if s := in.users[rec.session]; s != nil && (rec.ask != nil || s.MCP() != nil) {
-		return s, rec.ask, nil
+		return s, rec.ask, rec.ctx, nil
 	}
-	return nil, nil, errors.New("the calling session has gone")
+	return nil, nil, nil, errors.New("the calling session has gone")
+}
+
+// onCall returns a context for asking the client of a call whose context
+// is call, in the middle of the upstream's request whose context is ctx:
+// it carries call's values (the client's request, on whose stream the SDK
+// sends a request that belongs to it: over Streamable HTTP, not the GET
+// stream, which the client may not have opened) and ends with either.
+func onCall(ctx, call context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(call)
+	stop := context.AfterFunc(ctx, cancel)
+	return c, func() {
+		stop()
+		cancel()
+	}
 }
 
 func (in *instance) clientOptions() *mcp.ClientOptions {
@@ -618,23 +634,27 @@ func (in *instance) clientOptions() *mcp.ClientOptions {
 		// answers them by the calling client's era (see exchange).
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			s, ask, err := in.caller()
+			s, ask, call, err := in.caller()
 			if err != nil {
 				return nil, err
 			}
 			if ask != nil {
 				return asked[*mcp.CreateMessageResult](ask(ctx, req.Params))
 			}
+			ctx, done := onCall(ctx, call)
+			defer done()
 			return s.MCP().CreateMessage(ctx, req.Params)
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			s, ask, err := in.caller()
+			s, ask, call, err := in.caller()
 			if err != nil {
 				return nil, err
 			}
 			if ask != nil {
 				return asked[*mcp.ElicitResult](ask(ctx, req.Params))
 			}
+			ctx, done := onCall(ctx, call)
+			defer done()
 			return s.MCP().Elicit(ctx, req.Params)
 		},
 		// Refreshed off the connection's goroutine: the lists are requests
