@@ -145,6 +145,32 @@ func callText(t *testing.T, c *upClient, tool string, args any) string {
 // eventually waits until cond holds (see flytest.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) { flytest.Eventually(t, what, cond) }
 
+// toolsWith lists cs's tools until want are among them, and returns them
+// by name. A list waits at most 2 s for an upstream that has nothing
+// cached, which a loaded machine can take to start one; its tools then
+// come with list_changed, and a client lists again.
+func toolsWith(t *testing.T, cs *mcp.ClientSession, want ...string) map[string]*mcp.Tool {
+	t.Helper()
+	byName := map[string]*mcp.Tool{}
+	eventually(t, fmt.Sprintf("tools/list with %v", want), func() bool {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(byName)
+		for _, tl := range res.Tools {
+			byName[tl.Name] = tl
+		}
+		for _, n := range want {
+			if byName[n] == nil {
+				return false
+			}
+		}
+		return true
+	})
+	return byName
+}
+
 func waitFor[T any](t *testing.T, what string, ch <-chan T) T {
 	t.Helper()
 	select {
@@ -172,17 +198,7 @@ func TestUpstreamSharedPerWorkspace(t *testing.T) {
 	wsA, wsB := newWorkspace(t), newWorkspace(t)
 	a1, a2, b1 := u.connect(t, "a1", wsA), u.connect(t, "a2", wsA), u.connect(t, "b1", wsB)
 
-	tools, err := a1.cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	if !slices.Contains(names, "fake_echo") || !slices.Contains(names, "flutter_run") {
-		t.Fatalf("tools/list = %v; want flyd's own and fake_echo", names)
-	}
+	toolsWith(t, a1.cs, "fake_echo", "flutter_run")
 	for _, c := range []*upClient{a1, a2, b1} {
 		if got := callText(t, c, "fake_echo", map[string]any{"text": "hi"}); got != `{"text":"hi"}` {
 			t.Fatalf("fake_echo = %s", got)

@@ -69,26 +69,7 @@ func TestUpstreamServerEverything(t *testing.T) {
 	c1, c2 := u.connect(t, "c1", ws), u.connect(t, "c2", ws)
 	ctx := context.Background()
 
-	// A list waits at most 2 s for an upstream with nothing cached, and
-	// node may start slower than that on a loaded machine: its tools then
-	// come with list_changed, and the client lists again, as this one does.
-	byName := map[string]*mcp.Tool{}
-	eventually(t, "tools/list with both servers' tools", func() bool {
-		tools, err := c1.cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clear(byName)
-		for _, tl := range tools.Tools {
-			byName[tl.Name] = tl
-		}
-		for _, want := range []string{"everything_echo", "everything_get-sum", "everything_trigger-long-running-operation", "fs_read_text_file", "flutter_run"} {
-			if byName[want] == nil {
-				return false
-			}
-		}
-		return true
-	})
+	byName := toolsWith(t, c1.cs, "everything_echo", "everything_get-sum", "everything_trigger-long-running-operation", "fs_read_text_file", "flutter_run")
 	if a := byName["fs_read_text_file"].Annotations; a == nil || !a.ReadOnlyHint {
 		t.Fatalf("fs_read_text_file lost its annotations: %+v", a)
 	}
