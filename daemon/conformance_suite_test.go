@@ -42,7 +42,7 @@ func TestConformanceSuite(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)
-	flytest.StartFlyd(t, e)
+	logOnFailure(t, flytest.StartFlyd(t, e))
 	url := suiteURL(t, e, t.TempDir())
 	for name, r := range map[string]suiteRun{
 		"0.1.16":           {"conformance", []string{"--suite", "active"}, "conformance-baseline.yml"},
@@ -51,6 +51,19 @@ func TestConformanceSuite(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) { runSuite(t, dir, url, r) })
 	}
+}
+
+// logOnFailure shows, if t fails, the end of flyd's log and then the
+// stacks of its goroutines: what flyd did while the suite waited, and
+// where it is stuck if it is.
+func logOnFailure(t *testing.T, f *flytest.Flyd) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			lines := strings.Split(f.Stderr.String(), "\n")
+			t.Logf("the last lines of flyd's log:\n%s", strings.Join(lines[max(0, len(lines)-300):], "\n"))
+			t.Logf("flyd's goroutines:\n%s", f.Dump(t))
+		}
+	})
 }
 
 // suiteURL serves e's flyd /mcp to the suite: through a reverse proxy
@@ -147,7 +160,7 @@ func TestConformanceFixtures(t *testing.T) {
 			if err := os.WriteFile(e.Paths.Upstreams(), cfg, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			flytest.StartFlyd(t, e)
+			logOnFailure(t, flytest.StartFlyd(t, e))
 			for _, client := range []string{"2025-11-25", "2026-07-28"} {
 				r := suiteRun{"conformance-next", []string{"--requirements", client}, up.baseline + client + ".yml"}
 				t.Run("client-"+client, func(t *testing.T) {

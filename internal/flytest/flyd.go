@@ -108,7 +108,7 @@ func (p *Flyd) Stop(t testing.TB) {
 	select {
 	case err := <-p.done:
 		p.done <- err
-		if err != nil && !strings.Contains(err.Error(), "killed") {
+		if err != nil && !p.killed && !strings.Contains(err.Error(), "killed") {
 			t.Errorf("flyd exit after SIGTERM: %v\n%s", err, p.Stderr)
 		}
 		if err == nil && !p.killed && leftBehind(p.socket) {
@@ -150,4 +150,25 @@ func (p *Flyd) Kill(t testing.TB) {
 	}
 	p.done <- <-p.done
 	p.killed = true
+}
+
+// Dump ends flyd with SIGQUIT, on which the Go runtime prints every
+// goroutine's stack, and returns what flyd printed from then on: what a
+// flyd that a test found stuck was doing. Stop does not count the exit
+// as a failure to stop.
+func (p *Flyd) Dump(t testing.TB) string {
+	t.Helper()
+	before := len(p.Stderr.String())
+	if err := p.Cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return fmt.Sprintf("no goroutine dump: %v", err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		p.done <- <-p.done
+	}
+	p.killed = true
+	return p.Stderr.String()[before:]
 }
