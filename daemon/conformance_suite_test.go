@@ -53,14 +53,13 @@ func TestConformanceSuite(t *testing.T) {
 	}
 }
 
-// logOnFailure shows, if t fails, the end of flyd's log and then the
-// stacks of its goroutines: what flyd did while the suite waited, and
-// where it is stuck if it is.
+// logOnFailure shows, if t fails, flyd's log and then the stacks of its
+// goroutines: what flyd did while the suite waited, and where it is stuck
+// if it is.
 func logOnFailure(t *testing.T, f *flytest.Flyd) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			lines := strings.Split(f.Stderr.String(), "\n")
-			t.Logf("the last lines of flyd's log:\n%s", strings.Join(lines[max(0, len(lines)-300):], "\n"))
+			t.Logf("flyd's log:\n%s", f.Stderr)
 			t.Logf("flyd's goroutines:\n%s", f.Dump(t))
 		}
 	})

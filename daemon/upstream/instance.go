@@ -799,18 +799,30 @@ func (in *instance) unsubscribe(ctx context.Context, s Session, uri string) erro
 
 // snapshot returns the lists, waiting up to wait for the upstream when
 // nothing is known yet (no cache): a new session's tools/list is answered
-// from the cache while a stopped upstream starts in the background.
+// from the cache while a stopped upstream starts in the background. While
+// lists the upstream said changed are re-read, it waits for them too.
 func (in *instance) snapshot(ctx context.Context, wait time.Duration) (lists, error) {
+	return in.lookup(ctx, wait, true)
+}
+
+// current is snapshot without waiting for a re-read: what a call looks its
+// name up in first (a name that is not there may be in the new lists).
+func (in *instance) current(ctx context.Context, wait time.Duration) (lists, error) {
+	return in.lookup(ctx, wait, false)
+}
+
+// lookup is snapshot, or current when fresh is false.
+func (in *instance) lookup(ctx context.Context, wait time.Duration, fresh bool) (lists, error) {
 	in.mu.Lock()
-	l, listed, fresh := in.lists, in.listed, in.fresh
+	l, listed, reading := in.lists, in.listed, in.fresh
 	in.mu.Unlock()
-	if listed && fresh != nil {
+	if listed && reading != nil && fresh {
 		// The upstream said a list changed, and its clients were told at
 		// once: they get the new lists, not the ones it replaced.
 		t := time.NewTimer(min(wait, in.srv.Timeout()))
 		defer t.Stop()
 		select {
-		case <-fresh:
+		case <-reading:
 		case <-t.C:
 		case <-ctx.Done():
 		}

@@ -152,14 +152,23 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	l, err := in.snapshot(ctx, in.srv.Timeout()) // a call waits for its upstream
-	if err != nil {
-		return nil, true, err
-	}
 	orig := ""
-	for _, t := range l.Tools {
-		if exposedName(in.srv.ToolPrefix(), t.Name) == p.Name {
-			orig = t.Name
+	find := func(l lists) {
+		for _, t := range l.Tools {
+			if exposedName(in.srv.ToolPrefix(), t.Name) == p.Name {
+				orig = t.Name
+			}
+		}
+	}
+	// A call waits for its upstream, but for lists being re-read only if
+	// its tool is not in the ones it has (it may be new).
+	for _, look := range []func(context.Context, time.Duration) (lists, error){in.current, in.snapshot} {
+		l, err := look(ctx, in.srv.Timeout())
+		if err != nil {
+			return nil, true, err
+		}
+		if find(l); orig != "" {
+			break
 		}
 	}
 	if orig == "" {
@@ -205,13 +214,15 @@ func (m *Manager) promptOwner(ctx context.Context, s Session, name string) (*ins
 	if !ok || err != nil {
 		return nil, "", err
 	}
-	l, err := in.snapshot(ctx, in.srv.Timeout())
-	if err != nil {
-		return nil, "", err
-	}
-	for _, p := range l.Prompts {
-		if exposedName(in.srv.ToolPrefix(), p.Name) == name {
-			return in, p.Name, nil
+	for _, look := range []func(context.Context, time.Duration) (lists, error){in.current, in.snapshot} {
+		l, err := look(ctx, in.srv.Timeout())
+		if err != nil {
+			return nil, "", err
+		}
+		for _, p := range l.Prompts {
+			if exposedName(in.srv.ToolPrefix(), p.Name) == name {
+				return in, p.Name, nil
+			}
 		}
 	}
 	return nil, "", nil
