@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,13 +34,53 @@ func NewEnv(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	p := paths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state"), ConfigDir: filepath.Join(dir, "config")}
+	t.Cleanup(func() {
+		// A flyd that a shim started on its own (say, reconnecting as the
+		// test stopped the one it knew) is nobody else's to stop: it
+		// would outlive the test, its state dir gone.
+		if pid := stopLeftBehind(p.Lock()); pid != 0 {
+			t.Logf("stopped a flyd the test left running (pid %d)", pid)
+		}
+		for _, pid := range flydsOf(p.StateDir) { // one still starting
+			t.Logf("killed a flyd the test left starting (pid %d)", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		os.RemoveAll(dir)
+	})
 	// DART_DATA_HOME keeps flyd's app discovery (and the fake's DTD
 	// files) inside the test: DTDDir(e) is where the files go.
 	return &Env{Dir: dir, Paths: p, Vars: append(os.Environ(),
 		paths.EnvSocket+"="+p.Socket, paths.EnvStateDir+"="+p.StateDir, paths.EnvConfigDir+"="+p.ConfigDir,
 		"DART_DATA_HOME="+filepath.Join(dir, "dart"))}
+}
+
+// stopLeftBehind stops the flyd that holds the lock file lock, if one
+// does, and returns its pid: SIGTERM, then SIGKILL if it still holds the
+// lock after 10 s.
+func stopLeftBehind(lock string) int {
+	f, err := os.OpenFile(lock, os.O_RDWR, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		return 0 // nobody holds it
+	}
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			return pid
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return pid
 }
 
 // DTDDir is the directory of DTD files flyd of e watches.

@@ -1,0 +1,34 @@
+package flytest
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestEnvStopsWhatItLeft: a flyd started in an Env by something other
+// than StartFlyd (as a shim starts one, detached) is stopped when the
+// Env is cleaned up, so that it cannot outlive its test.
+func TestEnvStopsWhatItLeft(t *testing.T) {
+	t.Cleanup(Cleanup)
+	flyd, _ := Binaries(t)
+	exited := make(chan error, 1)
+	t.Run("env", func(t *testing.T) {
+		e := NewEnv(t)
+		cmd := exec.Command(flyd, "run", "--listen", "")
+		cmd.Env = e.Vars
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { exited <- cmd.Wait() }() // owned by the test: received below
+		Eventually(t, "flyd answering", func() bool {
+			_, err := Status(e)
+			return err == nil
+		})
+	})
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the flyd left in the Env still runs after its cleanup")
+	}
+}
