@@ -1,19 +1,25 @@
 package flytest
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // TestEnvStopsWhatItLeft: a flyd started in an Env by something other
 // than StartFlyd (as a shim starts one, detached) is stopped when the
 // Env is cleaned up, so that it cannot outlive its test.
 func TestEnvStopsWhatItLeft(t *testing.T) {
-	t.Cleanup(Cleanup)
 	flyd, _ := Binaries(t)
 	exited := make(chan error, 1)
-	t.Run("env", func(t *testing.T) {
+	if !t.Run("env", func(t *testing.T) {
 		e := NewEnv(t)
 		cmd := exec.Command(flyd, "run", "--listen", "")
 		cmd.Env = e.Vars
@@ -25,7 +31,9 @@ func TestEnvStopsWhatItLeft(t *testing.T) {
 			_, err := Status(e)
 			return err == nil
 		})
-	})
+	}) {
+		return
+	}
 	select {
 	case <-exited:
 	case <-time.After(30 * time.Second):
