@@ -53,14 +53,13 @@ func TestConformanceSuite(t *testing.T) {
 	}
 }
 
-// logOnFailure shows, if t fails, flyd's log and then the stacks of its
-// goroutines: what flyd did while the suite waited, and where it is stuck
-// if it is.
+// logOnFailure adds, if t fails, the stacks of flyd's goroutines to the
+// end of its log, which StartFlyd shows: where flyd is stuck, if it is,
+// while the suite waited.
 func logOnFailure(t *testing.T, f *flytest.Flyd) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("flyd's log:\n%s", f.Stderr)
-			t.Logf("flyd's goroutines:\n%s", f.Dump(t))
+			f.Dump(t)
 		}
 	})
 }

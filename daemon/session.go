@@ -233,7 +233,15 @@ func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		if abort == nil {
 			abort = t.sess.abort
 		}
-		qc := mcpconn.NewQueued(c, t.sess.id, t.timeout, abort, t.log)
+		// The connection's own id: a stateless session has one per
+		// request (see statelessConnID), which its listen streams and
+		// notifiers are filed under; named by the session's, each request
+		// would take the place of the one before.
+		id := c.SessionID()
+		if id == "" {
+			id = t.sess.id
+		}
+		qc := mcpconn.NewQueued(c, id, t.timeout, abort, t.log)
 		c, n = qc, qc
 	}
 	if !t.sess.stateless {

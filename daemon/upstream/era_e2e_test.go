@@ -332,3 +332,111 @@ func TestUpstreamAsksOnTheCallsStream(t *testing.T) {
 		t.Fatalf("the call's result = %s", b)
 	}
 }
+
+// modernPost sends one 2026-07-28 request over Streamable HTTP on e's
+// socket and returns its response, whose body the caller reads.
+func modernPost(ctx context.Context, t *testing.T, hc *http.Client, endpoint, method, name, params string) *http.Response {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if params != "" {
+		meta += "," + params
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + meta + `}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := hc.Do(req)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %v %v", method, err, resp)
+	}
+	return resp
+}
+
+// TestListenKeepsItsStreamOverHTTP: a 2026-07-28 client over stateless
+// HTTP whose listen stream waits in its subscription (here, for an
+// upstream still starting) while another of its requests comes and goes
+// still hears, on that stream, of the resource it subscribed to. Each
+// request has a connection of its own; the listen stream must be filed
+// under its own, not under whichever of the client's came last.
+func TestListenKeepsItsStreamOverHTTP(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
+	u := startUpEnv(t, map[string]any{"env": fakeEnv(dir, fakeupstream.EnvGate, gate)})
+	hc := u.e.HTTPClient()
+	hc.Timeout = 0 // the listen stream stays open; the context bounds it
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	endpoint := "http://flyd/mcp?workspace=" + url.QueryEscape(newWorkspace(t))
+
+	// The listen's answer (its headers) comes with its acknowledgement,
+	// after its subscription: it is read on a goroutine of its own.
+	listenReq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+			`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}},`+
+			`"notifications":{"resourceSubscriptions":["`+fakeupstream.CounterURI+`"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listenReq.Header.Set("Content-Type", "application/json")
+	listenReq.Header.Set("Accept", "application/json, text/event-stream")
+	listenReq.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	listenReq.Header.Set("Mcp-Method", "subscriptions/listen")
+	frames := make(chan string, 16)
+	go func() { // owned by the test: ends with the listen, which ctx ends
+		defer close(frames)
+		resp, err := hc.Do(listenReq)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				frames <- data
+			}
+		}
+	}()
+	// The listen waits for the upstream, which waits for the gate.
+	eventually(t, "the upstream starting", func() bool {
+		st, err := getStatus(u.e)
+		return err == nil && len(st.Upstreams) == 1 && st.Upstreams[0].State == "starting"
+	})
+	// Meanwhile another request of the same client comes and goes.
+	other := modernPost(ctx, t, hc, endpoint, "tools/call", "files_find", `"name":"files_find","arguments":{"pattern":"**"}`)
+	io.Copy(io.Discard, other.Body)
+	other.Body.Close()
+
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) string {
+		t.Helper()
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatalf("the listen stream ended before %s", what)
+			}
+			return f
+		case <-ctx.Done():
+			t.Fatalf("no %s on the listen stream", what)
+		}
+		return ""
+	}
+	if f := next("acknowledgement"); !strings.Contains(f, "notifications/subscriptions/acknowledged") {
+		t.Fatalf("the listen stream began with %s", f)
+	}
+	bump := modernPost(ctx, t, hc, endpoint, "tools/call", "fake_bump", `"name":"fake_bump","arguments":{}`)
+	io.Copy(io.Discard, bump.Body)
+	bump.Body.Close()
+	if f := next("resources/updated"); !strings.Contains(f, "notifications/resources/updated") || !strings.Contains(f, fakeupstream.CounterURI) {
+		t.Fatalf("the listen stream carried %s, want the counter's update", f)
+	}
+}

@@ -29,7 +29,8 @@ type Flyd struct {
 
 // StartFlyd runs "flyd run --log-level debug args..." in e and blocks
 // until it answers GET /v1/status with its own pid. Cleanup stops it with
-// SIGTERM, as a service manager would, unless the test did. The Flyd owns
+// SIGTERM, as a service manager would, unless the test did, and shows
+// its log if the test failed. The Flyd owns
 // the goroutine that waits for the process; Stop and Kill drain it.
 func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 	t.Helper()
@@ -52,7 +53,12 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 		t.Fatal(err)
 	}
 	go func() { p.done <- p.Cmd.Wait() }() // owned by p: drained by Stop or Kill
-	t.Cleanup(func() { p.Stop(t) })
+	t.Cleanup(func() {
+		p.Stop(t)
+		if t.Failed() { // what flyd did while the test waited
+			t.Logf("flyd's log:\n%s", p.Stderr)
+		}
+	})
 	c := e.HTTPClient()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
