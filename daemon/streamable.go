@@ -166,7 +166,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		if mcpserver.IsModern(r.Header.Get(protocolHeader)) {
+		if mcpconn.IsModern(r.Header.Get(mcpconn.ProtocolHeader)) {
 			http.Error(w, "Method Not Allowed: MCP 2026-07-28 has POST only (notifications come on a subscriptions/listen POST)", http.StatusMethodNotAllowed)
 			return
 		}
@@ -180,11 +180,11 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	// Both eras: a request of the sessionless one stands alone; in the
 	// handshake one, only an initialize starts a session.
-	if modernBody(r, body) {
+	if mcpconn.IsStateless(r, body) {
 		s.serveStateless(w, r, body)
 		return
 	}
-	if v := r.Header.Get(protocolHeader); v != "" && !slices.Contains(mcpserver.ProtocolVersions(), v) {
+	if v := r.Header.Get(mcpconn.ProtocolHeader); v != "" && !slices.Contains(mcpserver.ProtocolVersions(), v) {
 		http.Error(w, "Bad Request: Unsupported protocol version (supported versions: "+strings.Join(mcpserver.ProtocolVersions(), ",")+")", http.StatusBadRequest)
 		return
 	}

@@ -11,6 +11,10 @@
 //     (the go-sdk's Streamable HTTP, in-memory in tests).
 //   - BoundInitialize and BoundInitializeMessage bound what a client says
 //     of itself before the SDK keeps it.
+//   - ParseStateless checks a MCP 2026-07-28 POST as its transport requires
+//     (headers, _meta, the methods that era dropped) before any session is
+//     looked for, and WithSDKVersion marks it for the SDK's stateless
+//     transport.
 //
 // It lives apart from the daemon because it is transport plumbing with its
 // own tests and no knowledge of sessions, workspaces or tools: the daemon

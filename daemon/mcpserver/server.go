@@ -214,10 +214,10 @@ Project: fly://project/overview and fly://project/modules (markdown), fly://modu
 func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
 
 // Modern is the first protocol version without the initialize handshake.
-const Modern = "2026-07-28"
+const Modern = mcpconn.Modern
 
 // IsModern reports whether version is of the sessionless era.
-func IsModern(version string) bool { return version >= Modern }
+func IsModern(version string) bool { return mcpconn.IsModern(version) }
 
 func (s *Server) fixedResources() []*mcp.Resource {
 	return []*mcp.Resource{
