@@ -291,15 +291,18 @@ func (in *instance) settle(ctx context.Context, cs *mcp.ClientSession, s Session
 // one with inputRequests (the go-sdk's compatibility layer asks the
 // client one round itself, and returns the next).
 func inputOf(res mcp.Result) (mcp.InputRequestMap, string, bool) {
+	var requests mcp.InputRequestMap
+	var state string
+	var needs bool
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
-		return r.InputRequests, r.RequestState, r != nil && (r.NeedsInput() || r.InputRequests != nil)
+		requests, state, needs = r.InputRequests, r.RequestState, r.NeedsInput()
 	case *mcp.GetPromptResult:
-		return r.InputRequests, r.RequestState, r != nil && (r.NeedsInput() || r.InputRequests != nil)
+		requests, state, needs = r.InputRequests, r.RequestState, r.NeedsInput()
 	case *mcp.ReadResourceResult:
-		return r.InputRequests, r.RequestState, r != nil && (r.NeedsInput() || r.InputRequests != nil)
+		requests, state, needs = r.InputRequests, r.RequestState, r.NeedsInput()
 	}
-	return nil, "", false
+	return requests, state, needs || requests != nil
 }
 
 // fulfil answers a 2026-07-28 upstream's requests for input on behalf of
@@ -311,21 +314,18 @@ func (in *instance) fulfil(ctx context.Context, s Session, requests mcp.InputReq
 		var res mcp.InputResponse
 		var err error
 		ss := s.MCP()
+		if _, roots := requests[k].(*mcp.ListRootsParams); !roots && ss == nil {
+			return nil, errors.New("the calling session has gone")
+		}
 		switch p := requests[k].(type) {
 		case *mcp.ListRootsParams:
 			res = in.rootsResult()
-		case *mcp.ElicitParams, *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
-			if ss == nil {
-				return nil, errors.New("the calling session has gone")
-			}
-			switch p := p.(type) {
-			case *mcp.ElicitParams:
-				res, err = ss.Elicit(ctx, p)
-			case *mcp.CreateMessageParams:
-				res, err = ss.CreateMessage(ctx, p)
-			case *mcp.CreateMessageWithToolsParams:
-				res, err = ss.CreateMessageWithTools(ctx, p)
-			}
+		case *mcp.ElicitParams:
+			res, err = ss.Elicit(ctx, p)
+		case *mcp.CreateMessageParams:
+			res, err = ss.CreateMessage(ctx, p)
+		case *mcp.CreateMessageWithToolsParams:
+			res, err = ss.CreateMessageWithTools(ctx, p)
 		default:
 			err = fmt.Errorf("flyd cannot answer a request for input of type %T", p)
 		}

@@ -805,13 +805,21 @@ func (in *instance) snapshot(ctx context.Context, wait time.Duration) (lists, er
 	return in.lookup(ctx, wait, true)
 }
 
-// current is snapshot without waiting for a re-read: what a call looks its
-// name up in first (a name that is not there may be in the new lists).
-func (in *instance) current(ctx context.Context, wait time.Duration) (lists, error) {
-	return in.lookup(ctx, wait, false)
+// find calls found with the lists, waiting for the upstream as a call
+// does: with the current ones, and only if they lack what it looks for
+// (it may be new) with those being re-read, if any.
+func (in *instance) find(ctx context.Context, found func(lists) bool) error {
+	for _, fresh := range []bool{false, true} {
+		l, err := in.lookup(ctx, in.srv.Timeout(), fresh)
+		if err != nil || found(l) {
+			return err
+		}
+	}
+	return nil
 }
 
-// lookup is snapshot, or current when fresh is false.
+// lookup is snapshot, or snapshot without waiting for a re-read when
+// fresh is false.
 func (in *instance) lookup(ctx context.Context, wait time.Duration, fresh bool) (lists, error) {
 	in.mu.Lock()
 	l, listed, reading := in.lists, in.listed, in.fresh

@@ -153,23 +153,16 @@ func (m *Manager) CallTool(ctx context.Context, s Session, p *mcp.CallToolParams
 		return nil, ok, err
 	}
 	orig := ""
-	find := func(l lists) {
+	err = in.find(ctx, func(l lists) bool {
 		for _, t := range l.Tools {
 			if exposedName(in.srv.ToolPrefix(), t.Name) == p.Name {
 				orig = t.Name
 			}
 		}
-	}
-	// A call waits for its upstream, but for lists being re-read only if
-	// its tool is not in the ones it has (it may be new).
-	for _, look := range []func(context.Context, time.Duration) (lists, error){in.current, in.snapshot} {
-		l, err := look(ctx, in.srv.Timeout())
-		if err != nil {
-			return nil, true, err
-		}
-		if find(l); orig != "" {
-			break
-		}
+		return orig != ""
+	})
+	if err != nil {
+		return nil, true, err
 	}
 	if orig == "" {
 		return nil, false, nil
@@ -214,18 +207,19 @@ func (m *Manager) promptOwner(ctx context.Context, s Session, name string) (*ins
 	if !ok || err != nil {
 		return nil, "", err
 	}
-	for _, look := range []func(context.Context, time.Duration) (lists, error){in.current, in.snapshot} {
-		l, err := look(ctx, in.srv.Timeout())
-		if err != nil {
-			return nil, "", err
-		}
+	orig := ""
+	err = in.find(ctx, func(l lists) bool {
 		for _, p := range l.Prompts {
 			if exposedName(in.srv.ToolPrefix(), p.Name) == name {
-				return in, p.Name, nil
+				orig = p.Name
 			}
 		}
+		return orig != ""
+	})
+	if err != nil || orig == "" {
+		return nil, "", err
 	}
-	return nil, "", nil
+	return in, orig, nil
 }
 
 // GetPrompt forwards prompts/get; handled is false for a name no
