@@ -463,6 +463,9 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 func (s *Server) openSession(sess *session) (end func(err error)) {
 	s.conns.Add(1)
 	sess.since = time.Now()
+	if sess.handle == "" {
+		sess.handle = newHandle()
+	}
 	sess.subs = make(map[string]bool)
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
@@ -482,29 +485,35 @@ func (s *Server) openSession(sess *session) (end func(err error)) {
 		if s.up != nil {
 			s.up.Leave(sess)
 		}
-		s.surface.SessionEnded(sess.id) // its claims end with it
+		s.surface.SessionEnded(sess.id, sess.handle) // its claims end with it
 		info := sess.info()
 		info.Ended = time.Now()
 		w := sess.workspace()
 		if w != nil {
 			w.mu.Lock()
 			delete(w.sessions, sess)
-			w.recent = append(w.recent, info)
-			if len(w.recent) > maxRecentSessions {
-				w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+			if !sess.transient { // one request is not worth a line of the recent ones
+				w.recent = append(w.recent, info)
+				if len(w.recent) > maxRecentSessions {
+					w.recent = slices.Delete(w.recent, 0, len(w.recent)-maxRecentSessions)
+				}
 			}
 			w.mu.Unlock()
 		}
 		s.mu.Lock()
 		delete(s.sessions, sess.id)
 		s.mu.Unlock()
-		if info.ClientName != "" || sess.ss.Load() != nil {
+		if !sess.transient && (info.ClientName != "" || sess.ss.Load() != nil) {
 			s.saveSession(info)
 		}
 		if w != nil {
 			s.ws.release(w)
 		}
-		s.log.Info("session ended", logSession, sess.id, "client", info.ClientName, "files_read", info.FilesRead)
+		level := slog.LevelInfo
+		if sess.transient {
+			level = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), level, "session ended", logSession, sess.id, "client", info.ClientName, "files_read", info.FilesRead)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Debug("session connection", logSession, sess.id, logErr, err)
 		}
@@ -536,6 +545,19 @@ func (s *Server) runChanged(r *runs.Run) {
 }
 
 func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newHandle returns a session's handle: what every other client, the
+// status, the store and the runs' journals see of it (fly://sessions/*,
+// "held by", Meanwhile: lines). A session's id is a secret over
+// Streamable HTTP, where it is the Mcp-Session-Id that addresses the
+// session: whoever knows it can call tools as that client and DELETE its
+// session. So the handle is drawn apart, not derived from the id, and no
+// lookup anywhere takes a handle for an id.
+func newHandle() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -22,7 +22,8 @@ import (
 // WebSocket client, or an in-process transport in tests. It is bound to
 // one workspace for its whole life.
 type session struct {
-	id      string
+	id      string // over Streamable HTTP, the Mcp-Session-Id: never shown to other clients
+	handle  string // what others see of it (see newHandle); set by openSession
 	ws      *workspace
 	env     map[string]string // the client's flutter-relevant environment
 	peerPID int
@@ -46,6 +47,9 @@ type session struct {
 	// no SDK session of its own but one per request, each on a connection
 	// of its own (see stateless.go).
 	stateless bool
+	// transient marks a stateless session of one request (no
+	// X-Fly-Client): it is not kept in fly://sessions/recent nor the store.
+	transient bool
 
 	filesRead   atomic.Int64
 	toolsCalled atomic.Int64
@@ -189,7 +193,7 @@ type SessionInfo = wire.Session
 func (s *session) info() SessionInfo {
 	name, version := s.client()
 	return SessionInfo{
-		ID:            s.id,
+		ID:            s.handle, // never s.id: see newHandle
 		ClientName:    name,
 		ClientVersion: version,
 		Workspace:     s.root(),
@@ -260,6 +264,8 @@ func (t wsTransport) Connect(context.Context) (mcp.Connection, error) { return t
 // notify, sample and elicit through them.
 
 func (s *session) ID() string              { return s.id }
+func (s *session) Handle() string          { return s.handle }
+func (s *session) Transient() bool         { return s.transient }
 func (s *session) Root() string            { return s.root() }
 func (s *session) Env() map[string]string  { return s.env }
 func (s *session) MCP() *mcp.ServerSession { return s.ss.Load() }

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,7 +11,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,16 +23,33 @@ import (
 // Mcp-Session-Id; each POST is one request carrying its protocol version
 // and client in _meta, and a subscriptions/listen POST is the client's
 // notification stream. Each request gets an SDK session of its own (the
-// SDK's stateless transport), bound to a fly session that outlives it, so
-// that claims, "who did what" and fly://sessions/current mean what they
-// mean on the shim's connection.
+// SDK's stateless transport), bound to a fly session.
 //
-// What identifies a client: the workspace it names, its tool filter, and
-// the X-Fly-Client header if it sends one, else the name and version its
-// requests' _meta give. Two windows of one editor on one workspace share a
-// fly session unless they send distinct X-Fly-Client values. The session
-// ends once it has had no request in flight (an open listen stream is one)
-// for HTTPSessionIdle.
+// What identifies a client: only what it alone knows. A client that
+// sends an X-Fly-Client header (a random value it chose, up to 256
+// bytes) has one fly session per value, workspace and tool filter: its
+// requests share claims, "who did what" and fly://sessions/current, as on
+// the shim's connection, and the session ends once it has had no request
+// in flight (an open listen stream is one) for HTTPSessionIdle. The key
+// is a hash of those, so that it is bounded whatever the client sends.
+//
+// A request without the header gets a fly session of its own that ends
+// with the request: it cannot claim a run (the claim would end at once),
+// and what it did is recorded under that session's handle. clientInfo's
+// name and version never merge requests: two windows of one editor send
+// the same ones, and anyone can send anyone's, so a session found by them
+// would let one act through the other's claim.
+//
+// Sessions are capped: maxPerClient per X-Fly-Client value and
+// maxTransient requests in flight without one, within maxHTTPSessions in
+// all. A stateless request never evicts another session; when there is no
+// room it is refused with 503.
+
+// Bounds of stateless sessions (see above).
+const (
+	maxPerClient = 8
+	maxTransient = 64
+)
 
 // maxClientHeader bounds the X-Fly-Client value.
 const maxClientHeader = 256
@@ -50,6 +68,12 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	sess := h.sess
+	if h.key == "" { // a request without X-Fly-Client: its session ends with it
+		defer func() {
+			s.http.remove(sess.id)
+			h.close()
+		}()
+	}
 	sess.setClient(req.Client)
 	defer h.track(r)()
 
@@ -110,21 +134,19 @@ func (s *Server) statelessSession(r *http.Request, client *mcp.Implementation) (
 	if len(who) > maxClientHeader {
 		return nil, http.StatusBadRequest, fmt.Errorf("%s is longer than %d bytes", wire.HeaderClient, maxClientHeader)
 	}
-	if who == "" && client != nil {
-		who = "client " + client.Name + "/" + client.Version
-	} else {
-		who = "header " + who
+	var key, clientKey string
+	if who != "" {
+		clientKey = hashKey(who)
+		key = hashKey(dir, filter.String(), who)
+		s.http.mu.Lock()
+		h := s.http.byClient[key]
+		s.http.mu.Unlock()
+		if h != nil {
+			return h, 0, nil
+		}
 	}
-	key := strings.Join([]string{dir, filter.String(), who}, "\x00")
-
-	s.http.mu.Lock()
-	h := s.http.byClient[key]
-	s.http.mu.Unlock()
-	if h != nil {
-		return h, 0, nil
-	}
-	if !s.roomForHTTPSession() {
-		return nil, http.StatusServiceUnavailable, fmt.Errorf("too many MCP sessions over HTTP")
+	if msg := s.http.statelessRoom(clientKey); msg != "" {
+		return nil, http.StatusServiceUnavailable, errors.New(msg)
 	}
 	var ws *workspace
 	if dir != "" {
@@ -134,19 +156,60 @@ func (s *Server) statelessSession(r *http.Request, client *mcp.Implementation) (
 	}
 	s.http.mu.Lock()
 	defer s.http.mu.Unlock()
-	if h := s.http.byClient[key]; h != nil { // started by a request of the same client meanwhile
-		if ws != nil {
-			s.ws.release(ws)
+	if key != "" {
+		if h := s.http.byClient[key]; h != nil { // started by a request of the same client meanwhile
+			if ws != nil {
+				s.ws.release(ws)
+			}
+			return h, 0, nil
 		}
-		return h, 0, nil
 	}
-	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, tools: filter, via: "http", stateless: true}
-	h = &httpSession{sess: sess, key: key, last: time.Now(), conns: map[net.Conn]int{}}
+	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, tools: filter, via: "http", stateless: true, transient: key == ""}
+	h := &httpSession{sess: sess, key: key, client: clientKey, last: time.Now(), conns: map[net.Conn]int{}}
 	sess.abort = h.abort
 	end := s.openSession(sess)
 	h.stop = func() { end(nil) }
 	s.http.m[sess.id] = h
-	s.http.byClient[key] = h
+	if key != "" {
+		s.http.byClient[key] = h
+	}
+	if sess.transient {
+		s.log.Debug("session started", logSession, sess.id, "workspace", sess.root(), "via", "http, 2026-07-28, one request", "peer_pid", pr.PID)
+		return h, 0, nil
+	}
 	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "via", "http, 2026-07-28", "peer_pid", pr.PID)
 	return h, 0, nil
+}
+
+// hashKey is a fixed-size key made of parts, whatever their length.
+func hashKey(parts ...string) string {
+	d := sha256.New()
+	for _, p := range parts {
+		_, _ = io.WriteString(d, strconv.Itoa(len(p))+":"+p)
+	}
+	return string(d.Sum(nil))
+}
+
+// statelessRoom reports why a new stateless session does not fit, or ""
+// if it does: its X-Fly-Client (hashed; "" for none) has maxPerClient
+// sessions, or maxTransient requests without one are in flight, or the
+// table is full. It never evicts: a stateless client is told to retry.
+func (hs *httpSessions) statelessRoom(client string) string {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	n := 0
+	for _, h := range hs.m {
+		if h.sess.stateless && h.client == client {
+			n++
+		}
+	}
+	switch {
+	case client != "" && n >= maxPerClient:
+		return fmt.Sprintf("too many MCP sessions for this %s: %d (one per workspace and tool filter); let some end, or reuse one", wire.HeaderClient, maxPerClient)
+	case client == "" && n >= maxTransient:
+		return fmt.Sprintf("too many MCP requests without %s in flight: %d; retry, or send %s with a value of your own", wire.HeaderClient, maxTransient, wire.HeaderClient)
+	case len(hs.m) >= maxHTTPSessions:
+		return fmt.Sprintf("too many MCP sessions over HTTP: %d; retry later", maxHTTPSessions)
+	}
+	return ""
 }

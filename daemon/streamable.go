@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,12 +40,15 @@ type httpSession struct {
 	t    *mcp.StreamableServerTransport // nil for a stateless session (2026-07-28)
 	sess *session
 
-	// A stateless session's: its key in httpSessions.byClient, what ends
-	// it, and the count that names its requests' connections.
-	key  string
-	stop func()
-	once sync.Once
-	seq  atomic.Uint64
+	// A stateless session's: its key in httpSessions.byClient ("" for a
+	// session of one request), the hash of its X-Fly-Client ("" for
+	// none), what ends it, and the count that names its requests'
+	// connections.
+	key    string
+	client string
+	stop   func()
+	once   sync.Once
+	seq    atomic.Uint64
 
 	mu     sync.Mutex
 	last   time.Time        // when its last request ended, or began if none has
@@ -294,30 +298,55 @@ func negotiatedVersion(ss *mcp.ServerSession) string {
 	return newest
 }
 
-// roomForHTTPSession reports whether a new session fits; when the table
-// is full, it closes the longest-idle session to make room. Sessions with
-// a request in flight (a client listening on its GET stream) are not idle.
+// roomForHTTPSession reports whether a new handshake-era session fits;
+// when the table is full, it closes the longest-idle session to make
+// room. It never closes a session that holds a claim on a run (its claim
+// would end with it), nor one with a request in flight (a client
+// listening on its GET stream is not idle): when every session is one of
+// those, there is no room.
 func (s *Server) roomForHTTPSession() bool {
 	s.http.mu.Lock()
 	n := len(s.http.m)
-	var oldest *httpSession
-	var most time.Duration
-	for _, h := range s.http.m {
-		if d := h.idle(); d > most {
-			oldest, most = h, d
+	type cand struct {
+		h    *httpSession
+		idle time.Duration
+	}
+	var idle []cand
+	if n >= maxHTTPSessions {
+		for _, h := range s.http.m {
+			if d := h.idle(); d > 0 {
+				idle = append(idle, cand{h, d})
+			}
 		}
 	}
 	s.http.mu.Unlock()
 	if n < maxHTTPSessions {
 		return true
 	}
-	if oldest == nil {
-		return false
+	slices.SortFunc(idle, func(a, b cand) int { return cmp.Compare(b.idle, a.idle) })
+	claimed := s.claimHolders()
+	for _, c := range idle {
+		if claimed[c.h.sess.handle] {
+			continue
+		}
+		s.log.Info("HTTP session evicted to make room: the longest idle", logSession, c.h.sess.id, "idle", c.idle.Round(time.Second))
+		s.http.remove(c.h.sess.id)
+		c.h.close()
+		return true
 	}
-	s.log.Info("HTTP session evicted to make room: the longest idle", logSession, oldest.sess.id, "idle", most.Round(time.Second))
-	s.http.remove(oldest.sess.id)
-	oldest.close()
-	return true
+	return false
+}
+
+// claimHolders are the handles of the sessions that hold a claim on a
+// live run.
+func (s *Server) claimHolders() map[string]bool {
+	out := make(map[string]bool)
+	for _, r := range s.runs.Live() {
+		if c, ok := r.CurrentClaim(); ok {
+			out[c.By.Session] = true
+		}
+	}
+	return out
 }
 
 // reapHTTPSessions closes every Streamable HTTP session idle longer than

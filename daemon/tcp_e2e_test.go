@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -79,13 +80,28 @@ func viaTCPWebSocket(f *tcpFlyd) connector {
 	}
 }
 
+// viaStreamable connects over Streamable HTTP. Each client sends an
+// X-Fly-Client of its own, as the README asks of a 2026-07-28 client
+// that wants one fly session across its requests.
 func viaStreamable(f *tcpFlyd) connector {
 	return func(t testing.TB, name, workspace string, n *notes) *mcp.ClientSession {
 		return connectClient(t, name, &mcp.StreamableClientTransport{
 			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(workspace),
-			HTTPClient: &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}},
+			HTTPClient: &http.Client{Transport: withHeader{wire.HeaderClient, rand.Text(), bearer{Token: f.token, Base: http.DefaultTransport}}},
 		}, n)
 	}
+}
+
+// withHeader sets one header on every request.
+type withHeader struct {
+	key, value string
+	base       http.RoundTripper
+}
+
+func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.key, h.value)
+	return h.base.RoundTrip(r)
 }
 
 func TestSharedWorkspaceOverTCP(t *testing.T) {

@@ -226,6 +226,8 @@ type testSession struct {
 }
 
 func (s *testSession) ID() string                { return s.id }
+func (s *testSession) Handle() string            { return "h" + s.id }
+func (s *testSession) Transient() bool           { return false }
 func (s *testSession) Root() string              { return s.ws.root }
 func (s *testSession) Env() map[string]string    { return nil }
 func (s *testSession) MCP() *mcp.ServerSession   { return s.ss.Load() }

@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,17 +33,11 @@ type stopParams struct {
 	StopApp bool `json:"stop_app,omitempty"`
 }
 
-// actor is the session as runs record it, under its handle.
+// actor is the session as runs record it, under its handle: runs_list,
+// news and the store name a session so, never by its id, which over
+// Streamable HTTP is the Mcp-Session-Id other clients must not learn.
 func actor(sess *client) store.Actor {
-	return store.Actor{Session: handle(sess.ID()), Client: sess.Info().ClientName}
-}
-
-// handle names a session in what other clients see (runs_list, news,
-// the store) without giving its id away: over Streamable HTTP the id is
-// the Mcp-Session-Id, which other clients must not learn.
-func handle(id string) string {
-	sum := sha256.Sum256([]byte("fly session " + id))
-	return hex.EncodeToString(sum[:8])
+	return store.Actor{Session: sess.Handle(), Client: sess.Info().ClientName}
 }
 
 // runFor returns the run id names, or with no id the newest live flutter
@@ -85,7 +77,7 @@ func (s *Server) news(sess *client, r *runs.Run) []string {
 	var lines []string
 	now := time.Now()
 	for _, a := range acts {
-		if a.By.Session != handle(sess.ID()) {
+		if a.By.Session != sess.Handle() {
 			lines = append(lines, a.Line(now))
 		}
 	}
@@ -95,12 +87,13 @@ func (s *Server) news(sess *client, r *runs.Run) []string {
 	return lines
 }
 
-// SessionEnded forgets what a session was told and ends its claims.
-func (s *Server) SessionEnded(id string) {
+// SessionEnded forgets what the session id was told and ends the claims
+// of its handle.
+func (s *Server) SessionEnded(id, handle string) {
 	s.mu.Lock()
 	delete(s.seen, id)
 	s.mu.Unlock()
-	s.runs.ReleaseClaims(handle(id))
+	s.runs.ReleaseClaims(handle)
 }
 
 // withNews puts the news before a result's text.
@@ -280,6 +273,10 @@ func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParam
 	}
 	if p.Minutes < 0 || p.Minutes > int(runs.MaxClaim/time.Minute) {
 		return nil, claimResult{}, fmt.Errorf("minutes is %d: give 1 to %d", p.Minutes, int(runs.MaxClaim/time.Minute))
+	}
+	if sess.Transient() && !p.Release {
+		return nil, claimResult{}, errors.New("a claim needs a session that outlives this request: send an X-Fly-Client header " +
+			"with a random value of your own on every request (without it, each request is a session of its own, and others could not tell you apart)")
 	}
 	news := t.s.news(sess, r)
 	act := runs.Act{By: actor(sess), Force: p.Force}

@@ -62,7 +62,14 @@ type Session interface {
 	upstream.Session // ID, Root, Env, MCP, and Notify, which reaches an initialized client only and never waits
 
 	Workspace() Workspace // nil while unbound
-	Info() wire.Session
+	// Handle names the session in what other clients see: Info's ID,
+	// claims and news. It is not derived from ID, which it never shows.
+	Handle() string
+	// Transient reports whether the session lasts one request only (a
+	// 2026-07-28 client over HTTP that sends no X-Fly-Client): a claim
+	// would end as it is granted.
+	Transient() bool
+	Info() wire.Session // its ID is the Handle
 	Subscribed(uri string) bool
 	SetSubscribed(uri string, on bool)
 	// Listen records a subscriptions/listen stream (protocol 2026-07-28)

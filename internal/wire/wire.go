@@ -80,8 +80,10 @@ const (
 	HeaderMaxMessage = "X-Fly-Max-Message-Bytes"
 	// HeaderClient names a client of MCP 2026-07-28 over HTTP, whose
 	// requests carry no session: requests with the same value (and
-	// workspace) share one fly session. Without it, the client's name and
-	// version from the request's _meta do.
+	// workspace and tool filter) share one fly session. The value is the
+	// client's secret, a random one it chose. Without it, each request
+	// is a session of its own; the client's name and version never join
+	// requests.
 	HeaderClient = "X-Fly-Client"
 )
 
@@ -358,6 +360,9 @@ type Upstream struct {
 
 // Session describes an MCP session, connected or ended.
 type Session struct {
+	// ID is the session's handle: what names it to people and other
+	// clients. It is never the session's own id (over HTTP, its
+	// Mcp-Session-Id), and addresses nothing.
 	ID            string    `json:"id"`
 	ClientName    string    `json:"client_name,omitempty"`
 	ClientVersion string    `json:"client_version,omitempty"`
