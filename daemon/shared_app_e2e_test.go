@@ -72,7 +72,7 @@ func TestHonestReloads(t *testing.T) {
 	res := callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": id}, &out)
 	text := toolText(res)
 	if res.IsError || !out.Applied || len(out.NewErrors) != 1 || out.NewErrors[0].Location != "lib/main.dart:30:12" ||
-		!strings.Contains(text, "1 new error after its first frame:\nA RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12") {
+		!strings.Contains(text, "1 new error after its first frame:\n1× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12") {
 		t.Errorf("a reload that throws = %+v\n%s", out, text)
 	}
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": id}, nil)
@@ -151,7 +151,7 @@ func twoAgentsOneApp(t *testing.T, _ *flytest.Env, connect connector, era func()
 	// A learns of it in its next result about the run, once.
 	var errs errorsOut
 	res := callTool(t, a, "flutter_errors", nil, &errs)
-	if text := toolText(res); !strings.Contains(text, "Meanwhile: cursor #") || !strings.Contains(text, "hot-reloaded this run") ||
+	if text := toolText(res); !strings.Contains(text, `Meanwhile: "cursor" #`) || !strings.Contains(text, "hot-reloaded this run") ||
 		!strings.Contains(text, "applied, 1 new error") || len(errs.Errors) != 1 {
 		t.Errorf("A's flutter_errors after B's reload:\n%s", text)
 	}
@@ -171,7 +171,7 @@ func twoAgentsOneApp(t *testing.T, _ *flytest.Env, connect connector, era func()
 		t.Fatalf("claim: %s", toolText(res))
 	}
 	res = callTool(t, a, "flutter_hot_reload", map[string]any{"run_id": run.RunID}, nil)
-	if text := toolText(res); !res.IsError || !strings.Contains(text, "claimed by cursor #") || !strings.Contains(text, `"bisecting the crash"`) ||
+	if text := toolText(res); !res.IsError || !strings.Contains(text, `claimed by "cursor" #`) || !strings.Contains(text, `"bisecting the crash"`) ||
 		!strings.Contains(text, "force: true") {
 		t.Errorf("A's reload under B's claim = %v:\n%s", res.IsError, text)
 	}
@@ -200,7 +200,7 @@ func twoAgentsOneApp(t *testing.T, _ *flytest.Env, connect connector, era func()
 	if la := list.Runs[0].LastAction; la == nil || !la.Forced || la.By.Client != "claude-code" {
 		t.Errorf("the forced reload's record = %+v", la)
 	}
-	if !strings.Contains(strings.Join(list.Others, "\n"), "claude-code #") || !strings.Contains(strings.Join(list.Others, "\n"), "(overriding a claim)") {
+	if !strings.Contains(strings.Join(list.Others, "\n"), `"claude-code" #`) || !strings.Contains(strings.Join(list.Others, "\n"), "(overriding a claim)") {
 		t.Errorf("B's runs_list news = %q", list.Others)
 	}
 	var logs logsReadResult

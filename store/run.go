@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -327,12 +328,15 @@ func (db *DB) prune(tx *bolt.Tx, now time.Time) (int, error) {
 	return n, nil
 }
 
-// Name is how an agent is told of the actor: its client's name and the
-// start of its session id, which tell two windows of one editor apart.
+// Name is how an agent is told of the actor: its client's name, quoted
+// (the client chose it: quoted, it cannot read as more of the sentence it
+// is put in, nor carry a control or format character), and the start of
+// its session id, which tell two windows of one editor apart:
+// `"cursor" #3f9a1c`.
 func (a Actor) Name() string {
-	name := a.Client
-	if name == "" {
-		name = "a client"
+	name := "a client"
+	if a.Client != "" {
+		name = strconv.Quote(a.Client)
 	}
 	if a.Session != "" {
 		id := a.Session

@@ -92,7 +92,7 @@ func TestErrorsCommand(t *testing.T) {
 		next("the current errors")
 	}
 	callTool(t, cs, "flutter_hot_reload", map[string]any{"run_id": id}, nil)
-	if l := next("the reload's error"); l != "Exception: Oops — MyBrokenHomePage at lib/main.dart:11:13 (thrown at lib/main.dart:26:5)" {
+	if l := next("the reload's error"); l != "1× Exception: Oops — MyBrokenHomePage at lib/main.dart:11:13 (thrown at lib/main.dart:26:5)" {
 		t.Errorf("after the reload -f printed %q", l)
 	}
 	callTool(t, cs, "flutter_stop", map[string]any{"run_id": id}, nil)

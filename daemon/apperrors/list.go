@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fly-dev/fly/internal/safetext"
 )
 
 // Entry is one distinct error of a reload generation.
@@ -23,11 +25,12 @@ type Entry struct {
 
 // Line is the entry in one compact line:
 // "3× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/home.dart:30:12".
+// It starts with the count, 1 included, so that no text of the app's
+// opens a line where it could pass for fly's ("Meanwhile:") or for
+// markdown ("# …").
 func (e Entry) Line() string {
 	var b strings.Builder
-	if e.Count > 1 {
-		b.WriteString(strconv.Itoa(e.Count) + "× ")
-	}
+	b.WriteString(strconv.Itoa(e.Count) + "× ")
 	b.WriteString(e.Summary)
 	switch {
 	case e.Widget != "" && e.Location != "":
@@ -108,6 +111,7 @@ func (l *List) Generation() int {
 // new. The same error again in the same generation (same summary and
 // location), or a repeat of a summary, counts on the entry it repeats.
 func (l *List) Add(e Error, t time.Time) (Entry, bool) {
+	e = e.safe()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total++
@@ -136,6 +140,21 @@ func (l *List) Add(e Error, t time.Time) (Entry, bool) {
 		l.dropped++
 	}
 	return *x, true
+}
+
+// safe is e made safe to show wherever it is shown (tool results,
+// resources, flyctl, the dashboard): the one-line fields with every
+// control and format character escaped (newlines too), the text with its
+// lines kept and each line so escaped; each within its bound.
+func (e Error) safe() Error {
+	line := func(s string, n int) string { return safetext.Cut(safetext.Line(safetext.Cut(s, 4*n)), n) }
+	e.Library = line(e.Library, maxField)
+	e.Summary = line(e.Summary, maxSummary)
+	e.Widget = line(e.Widget, maxField)
+	e.Location = line(e.Location, maxField)
+	e.Frame = line(e.Frame, maxField)
+	e.Text = safetext.Cut(safetext.Lines(safetext.Cut(e.Text, 4*maxText)), maxText)
+	return e
 }
 
 func size(e *Entry) int {

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,12 +22,15 @@ const (
 	MaxLogValue      = 256  // a client's string in flyd's log
 )
 
-// BoundText returns s without control characters or invalid UTF-8, cut
-// to at most n bytes on a rune boundary (with "…" when cut).
+// BoundText returns s without invalid UTF-8 and without the runes that
+// must not reach a reader as themselves (safetext.Unsafe: controls,
+// format characters such as bidi overrides and zero-width spaces, line
+// and paragraph separators), cut to at most n bytes on a rune boundary
+// (with "…" when cut).
 func BoundText(s string, n int) string {
 	clean := func(s string) bool {
 		for _, r := range s {
-			if r == utf8.RuneError || unicode.IsControl(r) {
+			if r == utf8.RuneError || safetext.Unsafe(r) {
 				return false
 			}
 		}
@@ -38,7 +41,7 @@ func BoundText(s string, n int) string {
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) {
+		if r == utf8.RuneError || safetext.Unsafe(r) {
 			continue
 		}
 		if b.Len()+utf8.RuneLen(r) > n-len("…") {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -22,6 +22,7 @@ func TestBoundText(t *testing.T) {
 		{"bad\xffutf8", 128, "badutf8"},
 		{strings.Repeat("x", 20), 10, "xxxxxxx…"},
 		{"ééééé", 8, "éé…"},
+		{"claude\u202e-code\u200b\u2028\u2029\ufeff\u2066", 128, "claude-code"},
 	} {
 		if got := BoundText(tc.in, tc.n); got != tc.want {
 			t.Errorf("BoundText(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
@@ -30,14 +31,14 @@ func TestBoundText(t *testing.T) {
 }
 
 // FuzzBoundText: whatever a client sends, what flyd keeps is valid UTF-8,
-// holds no control character and fits the bound.
+// holds no control or format character and fits the bound.
 func FuzzBoundText(f *testing.F) {
 	f.Add("claude-code\x00\x1b", 16)
 	f.Add("ééé\xff", 4)
 	f.Fuzz(func(t *testing.T, s string, n int) {
 		n = 4 + (n&0xff)%200
 		got := BoundText(s, n)
-		if len(got) > n || !utf8.ValidString(got) || strings.ContainsFunc(got, unicode.IsControl) {
+		if len(got) > n || !utf8.ValidString(got) || strings.ContainsFunc(got, safetext.Unsafe) {
 			t.Fatalf("BoundText(%q, %d) = %q", s, n, got)
 		}
 	})

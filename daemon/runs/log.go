@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 )
@@ -154,9 +155,12 @@ func gapEntry(from, resume uint64) logring.Entry {
 	}
 }
 
-// FormatEntry is one line of a log resource's text.
+// FormatEntry is one line of a log resource's text. The entry's text is
+// the app's: its newlines and every control and format character are
+// shown escaped, so one entry is one line and no text can pass for
+// another entry.
 func FormatEntry(e logring.Entry) string {
-	return fmt.Sprintf("%d %s %s %s", e.Seq, e.Time.Format("15:04:05.000"), e.Stream, e.Text)
+	return fmt.Sprintf("%d %s %s %s", e.Seq, e.Time.Format("15:04:05.000"), e.Stream, safetext.Line(e.Text))
 }
 
 // TextPage is a page of a log as text lines, within a byte budget.

@@ -153,7 +153,7 @@ func TestClaims(t *testing.T) {
 	}
 	_, err := r.Restart(ctx, false, alice)
 	var ce *ClaimedError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "cursor #bbbbbb") || !strings.Contains(err.Error(), `"profiling the list screen"`) ||
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `"cursor" #bbbbbb`) || !strings.Contains(err.Error(), `"profiling the list screen"`) ||
 		!strings.Contains(err.Error(), "force") {
 		t.Errorf("a reload under another's claim = %v", err)
 	}
