@@ -91,7 +91,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	httpIdle := fs.Duration("http-session-idle", d.HTTPSessionIdle, "how long an MCP session over HTTP lives with no request in flight (a 2026-07-28 client's ends only so)")
 	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
 	flutter := fs.String("flutter", "", "the flutter executable (default: flutter on each client's PATH)")
-	maxRuns := fs.Int("max-runs", d.MaxRuns, "live flutter runs per workspace")
+	maxRuns := fs.Int("max-runs", d.MaxRuns, "live apps per workspace: flutter runs and attached apps together")
 	maxBuilds := fs.Int("max-builds", d.MaxBuilds, "concurrent builds per workspace")
 	buildTimeout := fs.Duration("build-timeout", d.BuildTimeout, "how long a build may take")
 	stopGrace := fs.Duration("stop-grace", d.StopGrace, "wait after app.stop and after SIGTERM before the next signal")

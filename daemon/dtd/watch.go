@@ -263,7 +263,8 @@ type vmServiceEntry struct {
 // watchDTD listens to ConnectedApp first (it does not replay), then asks
 // for the apps, then follows them until the connection ends.
 func (w *Watcher) watchDTD(ctx context.Context, in Info) error {
-	c, err := vmservice.Dial(ctx, in.WSURI, vmservice.Options{MaxMessage: 1 << 20, EventsPerSecond: 100, EventBuffer: 256})
+	c, err := vmservice.Dial(ctx, in.WSURI, vmservice.Options{MaxMessage: 1 << 20, EventsPerSecond: 100, EventBuffer: 256,
+		BytesPerSecond: 1 << 20, EventBytes: 1 << 20, MaxEventData: 64 << 10})
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (w *Watcher) watchDTD(ctx context.Context, in Info) error {
 		}
 	}
 	w.setApps(in, apps)
-	for e := range c.Events() {
+	for e, ok := c.Next(ctx); ok; e, ok = c.Next(ctx) {
 		if e.StreamID != "ConnectedApp" {
 			continue
 		}

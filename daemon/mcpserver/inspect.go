@@ -96,7 +96,7 @@ func (t tools) widgetTree(ctx context.Context, req *mcp.CallToolRequest, p widge
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err = r.CallVM(ctx, "ext.flutter.inspector.getRootWidgetTree",
+	err = r.LookVM(ctx, "ext.flutter.inspector.getRootWidgetTree",
 		map[string]any{"groupName": group, "isSummaryTree": "true", "withPreviews": "false", "fullDetails": "false"}, extensionWait, &res)
 	_ = r.CallVM(ctx, "ext.flutter.inspector.disposeGroup", map[string]any{"objectGroup": group}, 0, nil)
 	if err != nil {
@@ -142,7 +142,7 @@ func (t tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, p scree
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := r.CallVM(ctx, "_flutter.screenshot", nil, 0, &res); err != nil {
+	if err := r.LookVM(ctx, "_flutter.screenshot", nil, 0, &res); err != nil {
 		return nil, screenshotResult{}, callError(r, "screenshot", err)
 	}
 	raw, err := base64.StdEncoding.DecodeString(res.Screenshot)

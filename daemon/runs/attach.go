@@ -32,6 +32,9 @@ type AttachSpec struct {
 	Name         string // shown as its argv
 	By           *store.Actor
 	Env          map[string]string // the attacher's environment: a flutter attach, if one is needed, runs with it
+	// Max bounds the live apps of Root, flutter runs of flyd's and
+	// attached apps together, this one included; 0 means no bound.
+	Max int
 }
 
 // Attach makes the app at spec.VMServiceURI a run: it follows the app's
@@ -50,6 +53,13 @@ func (e *Engine) Attach(spec AttachSpec) (*Run, error) {
 		if r.kind == store.KindApp && r.rec.VMServiceURI == spec.VMServiceURI {
 			e.mu.Unlock()
 			return r, nil
+		}
+	}
+	if spec.Max > 0 {
+		live := e.liveIDsLocked(spec.Root, store.KindApp)
+		if len(live)+e.reserved[limitKey(spec.Root, store.KindApp)] >= spec.Max {
+			e.mu.Unlock()
+			return nil, &LimitError{Kind: store.KindApp, Max: spec.Max, Live: live}
 		}
 	}
 	id := store.NewRunID()
@@ -94,10 +104,18 @@ func (e *Engine) Attach(spec AttachSpec) (*Run, error) {
 	return r, nil
 }
 
-// appGone is told by the follower that the attached app has ended.
-func (r *Run) appGone() {
+// Why an attached run ends, as its follower or a client tells it.
+const (
+	endGone     = "gone"     // its VM service stopped answering
+	endReplaced = "replaced" // another VM service answers at its address
+	endDetached = "detached" // a client detached
+)
+
+// appGone is told by the follower that the attached app has ended: why
+// is endGone or endReplaced.
+func (r *Run) appGone(why string) {
 	select {
-	case r.detached <- "gone":
+	case r.detached <- why:
 	default:
 	}
 }
@@ -105,7 +123,7 @@ func (r *Run) appGone() {
 // detach ends following the app, which keeps running.
 func (r *Run) detach() {
 	select {
-	case r.detached <- "detached":
+	case r.detached <- endDetached:
 	default:
 	}
 }
@@ -124,8 +142,11 @@ func (r *Run) superviseApp() {
 		cancel()
 	}
 	state, note := stateStopped, "detached: the app keeps running"
-	if why == "gone" {
+	switch why {
+	case endGone:
 		state, note = stateExited, "the app has ended (its VM service is gone)"
+	case endReplaced:
+		state, note = stateExited, "the app has ended: another VM service now answers at its address, and flyd does not follow it"
 	}
 	var counts *store.ErrorCounts
 	if st := r.errors.Stats(); st.Total > 0 || st.Entries > 0 {

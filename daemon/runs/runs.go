@@ -377,12 +377,28 @@ func (e *Engine) LiveIDs(root string, kind store.Kind) []string {
 // sorted. e.mu must be held.
 func (e *Engine) liveIDsLocked(root string, kind store.Kind) (ids []string) {
 	for _, r := range e.liveLocked() {
-		if r.root == root && r.kind == kind {
+		if r.root == root && sameLimit(r.kind, kind) {
 			ids = append(ids, r.id)
 		}
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// sameLimit reports whether runs of kinds a and b count against one
+// limit: a flutter run of flyd's and an attached app are both a live app
+// flyd follows, with its VM-service connection and its log.
+func sameLimit(a, b store.Kind) bool {
+	app := func(k store.Kind) bool { return k == store.KindRun || k == store.KindApp }
+	return a == b || (app(a) && app(b))
+}
+
+// limitKey is the key of e.reserved for runs of kind in root.
+func limitKey(root string, kind store.Kind) string {
+	if kind == store.KindApp {
+		kind = store.KindRun
+	}
+	return root + "\x00" + string(kind)
 }
 
 // findFlutter resolves the flutter executable: --flutter, else the first
@@ -465,7 +481,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	} else if name == "" {
 		name = flutter
 	}
-	key := spec.Root + "\x00" + string(spec.Kind)
+	key := limitKey(spec.Root, spec.Kind)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

@@ -44,10 +44,11 @@ func (f *vmFollower) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 // one (release mode, not a flutter run) never closes it before its end.
 func (r *Run) VMReady() <-chan struct{} { return r.vm.ready }
 
-// vmMaxMessage bounds one message of an app's VM service: room for the
-// base64 PNG of a large screen's screenshot (a 1440×3200 phone's runs to
-// 3–4 MB), which the default 4 MiB would refuse by ending the connection.
-const vmMaxMessage = 24 << 20
+// vmMaxAnswer bounds the answer of a look into the app (a screenshot, a
+// widget tree), read one at a time per run: room for the base64 PNG of a
+// large screen's screenshot (a 1440×3200 phone's runs to 3–4 MB), which
+// the connection's 4 MiB for everything else would refuse by ending it.
+const vmMaxAnswer = 24 << 20
 
 // vmReadyWait bounds how long a reload waits for the VM-service
 // connection of a run that has just started, so that its frames and
@@ -93,17 +94,28 @@ func (r *Run) followVM(uri string) {
 	project := apperrors.Project{Root: r.root, Package: packageName(r.root)}
 	f.wg.Go(func() { // owned by the run: stop cancels it and waits
 		seen := newSeenSet(4096)
-		failed := 0 // dials in a row that found nobody
+		var app vmIdentity // the app's, from the first connection
+		failed := 0        // dials in a row that found nobody, or not the app
 		for {
-			connected, err := r.watchVM(ctx, uri, project, seen)
+			found, err := r.watchVM(ctx, uri, project, seen, &app)
 			if ctx.Err() != nil {
 				return
 			}
-			if failed = failed + 1; connected {
+			if errors.Is(err, errNotTheApp) {
+				// Whoever listens at the address now is not the app (its
+				// port was taken by another process, maybe another
+				// user's): nothing it says is the app's.
+				r.note("stopped following the app's VM service: " + err.Error())
+				if r.kind == store.KindApp {
+					r.appGone(endReplaced)
+				}
+				return
+			}
+			if failed = failed + 1; found {
 				failed = 0
 			}
 			if r.kind == store.KindApp && failed >= appGoneAfter {
-				r.appGone() // an app flyd follows but did not start: it has ended
+				r.appGone(endGone) // an app flyd follows but did not start: it has ended
 				return
 			}
 			r.eng.log.Debug("vm service connection ended", logRun, r.id, "error", err)
@@ -114,6 +126,39 @@ func (r *Run) followVM(uri string) {
 			}
 		}
 	})
+}
+
+// vmIdentity is what tells one Dart VM from another at the same address:
+// the process and the moment it started, as getVM gives them. A VM that
+// gives neither is told by its isolates (see same).
+type vmIdentity struct {
+	PID       int64                  `json:"pid"`
+	StartTime int64                  `json:"startTime"`
+	Isolates  []vmservice.IsolateRef `json:"isolates"`
+}
+
+// errNotTheApp: the VM service at the run's address is not the one the
+// run followed.
+var errNotTheApp = errors.New("another VM service answers at its address")
+
+// same reports whether the VM now answering is the one known: the same
+// process and start, or (for a VM that gives neither) one of the same
+// isolates. A first connection (known is zero) is the app.
+func (known *vmIdentity) same(now vmIdentity) bool {
+	switch {
+	case known.PID == 0 && known.StartTime == 0 && known.Isolates == nil:
+		return true
+	case known.PID != 0 || known.StartTime != 0:
+		return now.PID == known.PID && now.StartTime == known.StartTime
+	}
+	for _, a := range known.Isolates {
+		for _, b := range now.Isolates {
+			if a.ID == b.ID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stop ends the follower and waits for it; later followVM calls do
@@ -140,7 +185,12 @@ type vmState struct {
 	extensions map[string]bool   // the UI isolate's service extensions (ext.flutter.…)
 	added      chan struct{}     // closed and replaced when an extension or isolate is added
 
-	stdout, stderr string // an attached app's partial output lines; the follower's only
+	// The follower's only: an attached app's partial output lines, and
+	// the bound on its lines a second.
+	stdout, stderr string
+	outWindow      time.Time
+	outLines       int
+	outDropped     int
 }
 
 // Errors of calls into the app.
@@ -168,6 +218,17 @@ func (r *Run) Mode() string {
 // with ErrNoExtension after it. Without a connection it fails with
 // ErrNoVMService.
 func (r *Run) CallVM(ctx context.Context, method string, params map[string]any, wait time.Duration, result any) error {
+	return r.callVM(ctx, method, params, wait, result, false)
+}
+
+// LookVM is CallVM for a look into the app whose answer may be large (a
+// screenshot, a widget tree): up to vmMaxAnswer bytes, one such call at a
+// time per run (the others wait their turn within ctx).
+func (r *Run) LookVM(ctx context.Context, method string, params map[string]any, wait time.Duration, result any) error {
+	return r.callVM(ctx, method, params, wait, result, true)
+}
+
+func (r *Run) callVM(ctx context.Context, method string, params map[string]any, wait time.Duration, result any, large bool) error {
 	deadline := time.Now().Add(wait)
 	for {
 		v := &r.vmState
@@ -186,6 +247,9 @@ func (r *Run) CallVM(ctx context.Context, method string, params map[string]any, 
 					p[k] = val
 				}
 				params = p
+			}
+			if large {
+				return c.CallLarge(ctx, method, params, result, vmMaxAnswer)
 			}
 			return c.Call(ctx, method, params, result)
 		}
@@ -333,23 +397,35 @@ var vmStreams = []string{"Service", "Isolate", "Stderr", "Extension"}
 // already taken (dart mcp-server and package:dds_service_extensions
 // dedupe by timestamp alone, which also drops distinct errors of one
 // millisecond).
-func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project, seen *seenSet) (connected bool, err error) {
-	c, err := vmservice.Dial(ctx, uri, vmservice.Options{MaxMessage: vmMaxMessage})
+//
+// found is true once the VM at uri has shown itself to be the app (app
+// is filled in by the first connection and checked by the later ones):
+// a peer that accepts and closes, or fails getVM, has not.
+func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project, seen *seenSet, app *vmIdentity) (found bool, err error) {
+	c, err := vmservice.Dial(ctx, uri, vmservice.Options{})
 	if err != nil {
 		return false, err
 	}
-	connected = true
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	defer r.vmState.setConn(nil)
-	var vm struct {
-		Isolates []vmservice.IsolateRef `json:"isolates"`
-	}
+	var vm vmIdentity
 	if err := c.Call(ctx, "getVM", nil, &vm); err != nil {
-		return true, err
+		return false, err
 	}
-	for _, iso := range vm.Isolates {
+	if !app.same(vm) {
+		return false, fmt.Errorf("%w (pid %d started at %d, not pid %d started at %d)", errNotTheApp, vm.PID, vm.StartTime, app.PID, app.StartTime)
+	}
+	if app.PID == 0 && app.StartTime == 0 && app.Isolates == nil {
+		*app = vm
+		app.Isolates = vm.Isolates[:min(len(vm.Isolates), 16)]
+		if app.Isolates == nil {
+			app.Isolates = []vmservice.IsolateRef{}
+		}
+	}
+	found = true
+	for _, iso := range vm.Isolates[:min(len(vm.Isolates), 64)] {
 		if iso.Name == "main" || r.Isolate() == "" {
 			r.vmState.setIsolate(iso.ID)
 		}
@@ -361,7 +437,7 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 	}
 	for _, s := range streams {
 		if err := c.StreamListen(ctx, s); err != nil {
-			return true, err
+			return found, err
 		}
 	}
 	// The same error can come twice in one millisecond: an event's key is
@@ -383,18 +459,21 @@ func (r *Run) watchVM(ctx context.Context, uri string, project apperrors.Project
 	// came before the history's answer, so it is queued now: take it
 	// before calling the connection ready, or a reload right after an
 	// attach would find no reload service.
-	for n := len(c.Events()); n > 0; n-- {
-		handle(<-c.Events())
+	for n := c.Queued(); n > 0; n-- {
+		if e, ok := c.Poll(); ok {
+			handle(e)
+		}
 	}
 	r.vmState.setConn(c)
 	r.vm.markReady()
-	for e := range c.Events() {
+	for e, ok := c.Next(ctx); ok; e, ok = c.Next(ctx) { // a cancel stops it at once, whatever is queued
 		handle(e)
 	}
+	r.flushDropped()
 	if err := c.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return true, err
+		return found, err
 	}
-	return true, nil
+	return found, nil
 }
 
 // loadExtensions reads the UI isolate's service extensions.
@@ -423,7 +502,7 @@ func (r *Run) vmEvent(e vmservice.Event, project apperrors.Project, seen *seenSe
 		return
 	case "Stdout", "Stderr":
 		if r.kind == store.KindApp && live { // a flutter run of flyd's relays it in app.log already
-			r.appOutput(e.StreamID, e.Text)
+			r.appOutput(e.StreamID, e.Text, e.TextCut)
 		}
 		return
 	case "Extension":
@@ -459,32 +538,85 @@ func (r *Run) vmEvent(e vmservice.Event, project apperrors.Project, seen *seenSe
 	r.addError(fe, at, true)
 }
 
+// appLinesPerSecond bounds the lines of an attached app's output kept
+// each second (each at most maxLine bytes, an event's text at most the
+// connection's MaxEventData): the rest are dropped and counted in a note.
+// A flutter run's output reaches flyd through a pipe, which holds the app
+// back when flyd falls behind; a VM service's does not.
+const appLinesPerSecond = 1000
+
 // appOutput adds what an attached app wrote to the log, a line an entry:
 // the engine sends a print's text and its newline as two events, so a
 // partial line waits for the rest (at most maxLine bytes).
-func (r *Run) appOutput(streamID, text string) {
-	stream, buf := logring.Stdout, &r.vmState.stdout
+func (r *Run) appOutput(streamID, text string, cut bool) {
+	v := &r.vmState
+	stream, buf := logring.Stdout, &v.stdout
 	if streamID == "Stderr" {
-		stream, buf = logring.Stderr, &r.vmState.stderr
+		stream, buf = logring.Stderr, &v.stderr
 	}
-	*buf += text
-	for {
-		i := strings.IndexByte(*buf, '\n')
+	if cut {
+		text += " …\n" // the rest of the write was not kept
+	}
+	for text != "" {
+		i := strings.IndexByte(text, '\n')
 		if i < 0 {
+			*buf += text[:min(len(text), maxLine+1-len(*buf))]
 			break
 		}
-		line := strings.TrimSuffix((*buf)[:i], "\r")
-		*buf = (*buf)[i+1:]
-		r.append(stream, line)
-		if r.scanner != nil {
-			for _, e := range r.scanner.Text(line, stream == logring.Stderr, "") {
-				r.addError(e, time.Now(), false)
-			}
+		line := *buf + text[:min(i, maxLine+1)]
+		*buf, text = "", text[i+1:]
+		if !r.admitLine() {
+			n := strings.Count(text, "\n") // the rest of this write goes the same way
+			v.outDropped += n
+			text = text[strings.LastIndexByte(text, '\n')+1:]
+			continue
 		}
+		r.appLine(stream, strings.TrimSuffix(line, "\r"))
 	}
 	if len(*buf) > maxLine {
-		r.append(stream, (*buf)[:maxLine]+" …")
+		if r.admitLine() {
+			r.appLine(stream, (*buf)[:maxLine]+" …")
+		}
 		*buf = ""
+	}
+}
+
+// appLine adds one line of an attached app's output, cut to maxLine.
+func (r *Run) appLine(stream logring.Stream, line string) {
+	if len(line) > maxLine {
+		line = line[:maxLine] + " …"
+	}
+	r.append(stream, line)
+	if r.scanner != nil {
+		for _, e := range r.scanner.Text(line, stream == logring.Stderr, "") {
+			r.addError(e, time.Now(), false)
+		}
+	}
+}
+
+// admitLine counts a line of an attached app's output against the
+// second's budget and reports whether it is kept; a dropped one is
+// counted. The first line of a new second notes what the last dropped.
+func (r *Run) admitLine() bool {
+	v := &r.vmState
+	if now := time.Now(); now.Sub(v.outWindow) >= time.Second {
+		r.flushDropped()
+		v.outWindow, v.outLines = now, 0
+	}
+	if v.outLines >= appLinesPerSecond {
+		v.outDropped++
+		return false
+	}
+	v.outLines++
+	return true
+}
+
+// flushDropped notes the lines of output dropped since the last note.
+func (r *Run) flushDropped() {
+	v := &r.vmState
+	if v.outDropped > 0 {
+		r.note(fmt.Sprintf("%d lines of the app's output were dropped: over %d lines a second", v.outDropped, appLinesPerSecond))
+		v.outDropped = 0
 	}
 }
 

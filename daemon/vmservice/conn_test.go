@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,9 @@ func newFakeVM(t *testing.T, answer func(string, json.RawMessage) (any, *Error))
 				msg["result"] = res
 			}
 			b, _ := json.Marshal(msg)
+			if raw, ok := res.(unchecked); ok { // sent as it is, even what encoding/json refuses
+				b = []byte(`{"jsonrpc":"2.0","id":` + strconv.Quote(req.ID) + `,"result":` + string(raw) + `}`)
+			}
 			if c.Write(ctx, websocket.MessageText, b) != nil {
 				return
 			}
@@ -77,6 +81,9 @@ func newFakeVM(t *testing.T, answer func(string, json.RawMessage) (any, *Error))
 	t.Cleanup(f.srv.Close)
 	return f
 }
+
+// unchecked is a result the fake sends without encoding it.
+type unchecked string
 
 func (f *fakeVM) uri() string {
 	return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/AbCdEf12345=/ws"
@@ -96,6 +103,18 @@ func dial(t *testing.T, uri string, opt Options) *Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// next is the connection's next event, within 10 s.
+func next(t *testing.T, c *Conn) Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	e, ok := c.Next(ctx)
+	if !ok {
+		t.Fatal("no event came")
+	}
+	return e
 }
 
 func TestWebSocketURI(t *testing.T) {
@@ -188,7 +207,7 @@ func TestCallsAndEvents(t *testing.T) {
 	vm.frames <- event("Extension", "Extension", `,"extensionKind":"Flutter.Error","isolate":{"type":"@Isolate","id":"isolates/1","name":"main","number":"1"},"timestamp":1714330000123,"extensionData":{"description":"boom"}`)
 	vm.frames <- event("Stderr", "WriteEvent", `,"bytes":"aGVsbG8=","timestamp":1`)
 	vm.frames <- event("Service", "ServiceRegistered", `,"service":"reloadSources","method":"s0.reloadSources","alias":"Flutter Tools"`)
-	got := []Event{<-c.Events(), <-c.Events(), <-c.Events()}
+	got := []Event{next(t, c), next(t, c), next(t, c)}
 	if e := got[0]; e.ExtensionKind != "Flutter.Error" || e.Isolate.ID != "isolates/1" || e.Timestamp != 1714330000123 || string(e.ExtensionData) != `{"description":"boom"}` {
 		t.Errorf("extension event = %+v", e)
 	}
@@ -214,7 +233,7 @@ func TestHostilePeer(t *testing.T) {
 		vm.frames <- []byte(`{"jsonrpc":"2.0","method":"streamNotify","params":{"streamId":"Extension","event":{"kind":"` + strings.Repeat("x", 100<<10) + `"}}}`)
 	}()
 	kept := 0
-	for range c.Events() { // closed when the oversized message ends the connection
+	for _, ok := c.Next(t.Context()); ok; _, ok = c.Next(t.Context()) { // false when the oversized message ends the connection
 		kept++
 	}
 	<-c.Done()
@@ -236,7 +255,7 @@ func TestHostilePeer(t *testing.T) {
 // TestLongFieldsBounded: what the peer names is cut before fly keeps it.
 func TestLongFieldsBounded(t *testing.T) {
 	long := strings.Repeat("é", 1000)
-	e, err := decodeEvent("Extension", json.RawMessage(`{"kind":"`+long+`","extensionKind":"\u0000`+long+`","isolate":{"id":"`+long+`"}}`))
+	e, err := decodeEvent("Extension", json.RawMessage(`{"kind":"`+long+`","extensionKind":"\u0000`+long+`","isolate":{"id":"`+long+`"}}`), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

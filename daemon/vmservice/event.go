@@ -3,13 +3,15 @@ package vmservice
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"unicode/utf8"
 )
 
 // Event is one event of a stream (reference §1.4, §1.5), with the fields
 // fly reads. Strings are cut to maxField bytes; ExtensionData is the raw
-// JSON the app posted, bounded by the message size.
+// JSON the app posted and Text what it wrote, both within the
+// connection's MaxEventData.
 type Event struct {
 	StreamID      string
 	Kind          string          // IsolateStart, Extension, WriteEvent, ServiceRegistered, …
@@ -18,6 +20,7 @@ type Event struct {
 	ExtensionKind string          // Flutter.Error, Flutter.Frame, … (Extension events)
 	ExtensionData json.RawMessage // also a DTD event's eventData
 	Text          string          // the decoded bytes of a Stdout or Stderr WriteEvent
+	TextCut       bool            // Text is the start of what was written: the rest was over MaxEventData
 	Service       string          // ServiceRegistered and ServiceUnregistered: reloadSources, hotRestart, …
 	Method        string          // the namespaced method to call it by: s0.reloadSources
 	Alias         string
@@ -46,16 +49,27 @@ type wireEvent struct {
 	ExtensionRPC  string          `json:"extensionRPC"`
 }
 
-func decodeEvent(stream string, raw json.RawMessage) (Event, error) {
+// errTooLarge refuses an event whose data is over MaxEventData.
+var errTooLarge = errors.New("event data too large")
+
+func decodeEvent(stream string, raw json.RawMessage, maxData int) (Event, error) {
 	var w wireEvent
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Event{}, err
 	}
-	return w.event(stream), nil
+	if len(w.ExtensionData) > maxData {
+		return Event{}, errTooLarge
+	}
+	return w.event(stream, maxData), nil
 }
 
-// event is the Event of w on stream, its fields bounded.
-func (w *wireEvent) event(stream string) Event {
+// size is what an event costs the queue: its data and text, and a
+// little for the rest.
+func (e *Event) size() int64 { return int64(len(e.ExtensionData) + len(e.Text) + 256) }
+
+// event is the Event of w on stream, its fields bounded; its text is cut
+// to maxText bytes.
+func (w *wireEvent) event(stream string, maxText int) Event {
 	e := Event{
 		StreamID: bound(stream), Kind: bound(w.Kind), Timestamp: w.Timestamp,
 		ExtensionKind: bound(w.ExtensionKind), ExtensionData: w.ExtensionData,
@@ -65,7 +79,11 @@ func (w *wireEvent) event(stream string) Event {
 		e.Isolate = IsolateRef{ID: bound(w.Isolate.ID), Name: bound(w.Isolate.Name)}
 	}
 	if w.Bytes != "" {
-		if b, err := base64.StdEncoding.DecodeString(w.Bytes); err == nil {
+		b64 := w.Bytes
+		if n := base64.StdEncoding.EncodedLen(maxText); len(b64) > n { // decode no more than is kept
+			b64, e.TextCut = b64[:n], true
+		}
+		if b, err := base64.StdEncoding.DecodeString(b64); err == nil {
 			e.Text = strings.ToValidUTF8(string(b), "\uFFFD")
 		}
 	}

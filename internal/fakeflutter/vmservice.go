@@ -47,6 +47,7 @@ type vmService struct {
 	inspectorReady bool                         // the inspector's extensions are registered
 	inspectorTimer *time.Timer                  // registers them late (EnvInspectorDelayMS)
 	stamp          bool                         // EnvStamp: summaries end with " at=<unix ns>"
+	started        int64                        // the VM's startTime, ms since the epoch: with the pid, what tells this VM from another
 	app            appOptions
 }
 
@@ -75,7 +76,8 @@ func startVMService(root string, reload func(full bool) bool, app appOptions) (*
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	v := &vmService{ln: ln, token: base64.URLEncoding.EncodeToString(b), root: root, pkg: projectName(root), reload: reload,
-		clients: map[*vmClient]bool{}, history: map[string][]json.RawMessage{}, isolate: 4419843374421743, app: app, stamp: app.stamp}
+		clients: map[*vmClient]bool{}, history: map[string][]json.RawMessage{}, isolate: 4419843374421743, app: app, stamp: app.stamp,
+		started: time.Now().UnixMilli()}
 	v.srv = &http.Server{Handler: http.HandlerFunc(v.serve), ReadHeaderTimeout: 10 * time.Second}
 	if app.inspectorDelay > 0 {
 		v.inspectorTimer = time.AfterFunc(app.inspectorDelay, v.registerInspector) // stopped by close
@@ -218,7 +220,7 @@ func (v *vmService) call(cl *vmClient, method string, raw json.RawMessage) (any,
 		return map[string]any{"type": "Success"}, nil
 	case "getVM":
 		return map[string]any{"type": "VM", "name": "vm", "architectureBits": 64, "hostCPU": "fake", "operatingSystem": "linux",
-			"targetCPU": "x64", "version": "3.9.0 (stable)", "pid": os.Getpid(), "startTime": time.Now().UnixMilli(),
+			"targetCPU": "x64", "version": "3.9.0 (stable)", "pid": os.Getpid(), "startTime": v.started,
 			"isolates": []any{iso}, "isolateGroups": []any{}, "systemIsolates": []any{}, "systemIsolateGroups": []any{}}, nil
 	case "getIsolate":
 		if str("isolateId") != iso["id"] {
