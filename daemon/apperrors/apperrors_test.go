@@ -2,6 +2,7 @@ package apperrors
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -285,4 +286,30 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseEventBoundedWhileDecoding: an app's error whose tree is wide
+// (millions of empty nodes) or deep costs its bytes once, not a decoded
+// node apiece, and the summary and frame ahead of the flood are still
+// read.
+func TestParseEventBoundedWhileDecoding(t *testing.T) {
+	wide := strings.Repeat(`{},`, 1<<20) + `{}`
+	deep := strings.Repeat(`{"children":[`, 20000) + strings.Repeat(`]}`, 20000)
+	for name, data := range map[string]string{
+		"wide properties": `{"description":"Exception caught by widgets library","properties":[{"type":"ErrorSummary","description":"boom"},` + wide + `]}`,
+		"wide children":   `{"properties":[{"type":"ErrorSummary","description":"boom"},{"type":"DiagnosticsBlock","name":"The relevant error-causing widget was","children":[{"description":"Row Row:file:///p/lib/a.dart:3:4"},` + wide + `]}]}`,
+		"deep":            `{"properties":[{"type":"ErrorSummary","description":"boom"},{"type":"DiagnosticsStackTrace","properties":[` + deep + `,{"description":"#0 f (package:app/a.dart:1:2)"}]}]}`,
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e, err := ParseEvent(json.RawMessage(data), Project{Root: "/p", Package: "app"})
+		runtime.ReadMemStats(&after)
+		if err != nil || e.Summary != "boom" {
+			t.Errorf("%s: ParseEvent = %+v, %v; want the summary boom", name, e, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 6*uint64(len(data))+(1<<20) {
+			t.Errorf("%s: %d bytes of event allocated %d bytes while parsing, want a small multiple of its size", name, len(data), alloc)
+		}
+	}
 }

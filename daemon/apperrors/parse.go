@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/fly-dev/fly/internal/jsonscan"
 )
 
 // Error is one framework error as the app reported it.
@@ -40,50 +42,100 @@ const (
 
 const anotherPrefix = "Another exception was thrown: "
 
-// node is the part of a DiagnosticsNode the parser reads.
+// maxNodes bounds the properties, children and frames of an error's
+// DiagnosticsNode read, however many the app sent: the ones fly reads
+// come first.
+const maxNodes = 256
+
+// node is the part of a DiagnosticsNode the parser reads: its lists stay
+// raw until one is needed.
 type node struct {
-	Description string `json:"description"`
-	Type        string `json:"type"`
-	Name        string `json:"name"`
-	Properties  []node `json:"properties"`
-	Children    []node `json:"children"`
+	Description string
+	Type        string
+	Name        string
+	Properties  []byte // raw
+	Children    []byte // raw
 }
 
-// ParseEvent parses the extensionData of a Flutter.Error event.
+// ParseEvent parses the extensionData of a Flutter.Error event. It finds
+// the nodes it reads without decoding the others (at most maxNodes of
+// each list), so that an app's wide or deep tree costs a pass over its
+// bytes and no more.
 func ParseEvent(data json.RawMessage, p Project) (Error, error) {
-	var top struct {
-		node
-		ErrorsSinceReload int    `json:"errorsSinceReload"`
-		RenderedErrorText string `json:"renderedErrorText"`
-	}
-	if err := json.Unmarshal(data, &top); err != nil {
+	var description, rendered string
+	var props []node
+	var err error
+	ok := jsonscan.Members(data, func(key, value []byte) bool {
+		switch string(key) {
+		case `"description"`:
+			err = json.Unmarshal(value, &description)
+		case `"renderedErrorText"`:
+			err = json.Unmarshal(value, &rendered)
+		case `"properties"`:
+			props = nodes(value, maxNodes)
+		}
+		return err == nil
+	})
+	if err != nil {
 		return Error{}, err
 	}
-	e := Error{Library: bound(strings.TrimPrefix(top.Description, "Exception caught by "), maxField), Text: bound(top.RenderedErrorText, maxText)}
-	if !strings.HasPrefix(top.Description, "Exception caught by ") {
+	if !ok {
+		return Error{}, errors.New("flutter error: not a JSON object")
+	}
+	e := Error{Library: bound(strings.TrimPrefix(description, "Exception caught by "), maxField), Text: bound(rendered, maxText)}
+	if !strings.HasPrefix(description, "Exception caught by ") {
 		e.Library = ""
 	}
-	for _, n := range top.Properties {
+	for _, n := range props {
 		switch {
 		case n.Type == "ErrorSummary" && e.Summary == "":
 			e.Summary = bound(n.Description, maxSummary)
-		case n.Type == "DiagnosticsBlock" && n.Name == "The relevant error-causing widget was" && len(n.Children) > 0 && e.Widget == "":
-			e.Widget, e.Location = widgetLocation(n.Children[0].Description, p)
+		case n.Type == "DiagnosticsBlock" && n.Name == "The relevant error-causing widget was" && e.Widget == "":
+			if c := nodes(n.Children, 1); len(c) > 0 {
+				e.Widget, e.Location = widgetLocation(c[0].Description, p)
+			}
 		case n.Type == "DiagnosticsStackTrace" && e.Frame == "":
-			for _, f := range n.Properties {
+			for _, f := range nodes(n.Properties, maxNodes) {
 				if e.Frame = projectFrame(f.Description, p); e.Frame != "" {
 					break
 				}
 			}
 		}
 	}
-	if s, ok := strings.CutPrefix(top.RenderedErrorText, anotherPrefix); ok {
+	if s, ok := strings.CutPrefix(rendered, anotherPrefix); ok {
 		e.Repeat, e.Summary = true, bound(s, maxSummary)
 	}
 	if e.Summary == "" {
 		return Error{}, errors.New("flutter error without a summary")
 	}
 	return e, nil
+}
+
+// nodes decodes the first n nodes of the JSON array raw, each without
+// its own lists (they stay sub-slices of raw); nil if raw is not an
+// array.
+func nodes(raw []byte, n int) []node {
+	var out []node
+	for _, el := range jsonscan.Elements(raw, n) {
+		var nd node
+		jsonscan.Members(el, func(key, value []byte) bool {
+			switch string(key) {
+			case `"description"`:
+				_ = json.Unmarshal(value, &nd.Description)
+			case `"type"`:
+				_ = json.Unmarshal(value, &nd.Type)
+			case `"name"`:
+				_ = json.Unmarshal(value, &nd.Name)
+			case `"properties"`:
+				nd.Properties = value
+			case `"children"`:
+				nd.Children = value
+			}
+			return true
+		})
+		out = append(out, nd)
+	}
+	return out
 }
 
 // widgetRE reads the description of the error-causing widget:

@@ -58,7 +58,7 @@ var rules = []struct {
 
 // stdlibOnly are the internal packages that several top-level packages
 // share: they import nothing but the standard library (and each other).
-var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext"}
+var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext", mod + "/internal/jsonscan"}
 
 // shimAllowed is everything outside the standard library the shim may
 // link: it is in every editor's process list, so it stays tiny.
