@@ -181,6 +181,10 @@ func New(cfg Config) *Server {
 		PageSize: cfg.PageSize, MaxReadBytes: cfg.MaxReadBytes, Rules: cfg.Rules, MaxRuns: cfg.MaxRuns, MaxBuilds: cfg.MaxBuilds,
 		RunStartTimeout: cfg.RunStartTimeout, BuildTimeout: cfg.BuildTimeout,
 		Runs: s.runs, Sessions: sessionTable{s}, Log: cfg.Log, Apps: s.externalApps,
+		// Each listen stream over HTTP holds a connection: a quarter of
+		// the TCP listener's cap at most, so that the rest always serves
+		// other clients and the dashboard.
+		MaxListens: min(64, loopback.MaxConns()/4),
 	})
 	s.api = localapi.New(localapi.Config{
 		Runs: s.runs, Status: s.status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,

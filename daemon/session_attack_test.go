@@ -258,3 +258,101 @@ func TestStatelessClientsNotMerged(t *testing.T) {
 		t.Errorf("A's own reload under its claim: %s", text)
 	}
 }
+
+// TestListenStreamsCapped: subscriptions/listen streams over HTTP, each
+// of which holds a connection, are capped per session and in all below
+// the TCP listener's connection cap: with more of them asked for than
+// that cap, the ones past the caps are refused at once, and a normal
+// request and the dashboard are still served.
+func TestListenStreamsCapped(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	e := flytest.NewEnv(t)
+	e.MaxFiles = 128 // the TCP listener holds 64 connections
+	flytest.StartFlyd(t, e)
+	st, err := getStatus(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &tcpFlyd{e: e, addr: st.HTTP}
+	f.token = f.readToken(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"pubspec.yaml": "name: demo\n"})
+	const connCap = 64
+
+	// Each stream on a connection of its own, as a client holding many
+	// would have them.
+	tr := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	listen := func(who string) (open bool, refusal string) {
+		t.Helper()
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"listener","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+		req, err := http.NewRequest("POST", "http://"+f.addr+wire.RouteStreamable+"?workspace="+url.QueryEscape(root),
+			strings.NewReader(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true},`+meta+`}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+f.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		if who != "" {
+			req.Header.Set(wire.HeaderClient, who)
+		}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			return false, err.Error() // refused at the connection cap
+		}
+		buf := make([]byte, 0, 4096)
+		for !strings.Contains(string(buf), "\n\n") && len(buf) < cap(buf) { // the first event, or the whole error
+			n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err != nil {
+				break
+			}
+		}
+		if strings.Contains(string(buf), "subscriptions/acknowledged") {
+			t.Cleanup(func() { resp.Body.Close() })
+			return true, ""
+		}
+		resp.Body.Close()
+		return false, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, buf)
+	}
+
+	var open int
+	var refusals []string
+	for range 10 { // one session: 8 at most
+		if ok, why := listen("one-client"); ok {
+			open++
+		} else {
+			refusals = append(refusals, why)
+		}
+	}
+	if open != 8 || len(refusals) != 2 || !strings.Contains(refusals[0], "streams open") {
+		t.Fatalf("one session opened %d listen streams; refused: %q", open, refusals)
+	}
+	for range connCap + 16 { // each a session of its own
+		if ok, why := listen(""); ok {
+			open++
+		} else {
+			refusals = append(refusals, why)
+		}
+	}
+	if open >= connCap/2 || !strings.Contains(refusals[len(refusals)-1], "streams open over HTTP") {
+		t.Fatalf("%d listen streams held open; the last refusal: %q", open, refusals[len(refusals)-1])
+	}
+	t.Logf("%d listen streams open, %d refused", open, len(refusals))
+
+	c := rawHTTP{f.addr, f.token}
+	if status, body := c.modern(t, root, "", "other", "tools/list", ""); status != http.StatusOK || !strings.Contains(body, "runs_list") {
+		t.Fatalf("tools/list while the streams are open: %d %s", status, body)
+	}
+	resp, err := (&http.Client{Transport: bearer{Token: f.token, Base: tr}}).Get("http://" + f.addr + "/dashboard/")
+	if err != nil {
+		t.Fatalf("the dashboard while the streams are open: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the dashboard while the streams are open: %d", resp.StatusCode)
+	}
+}

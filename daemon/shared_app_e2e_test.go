@@ -180,8 +180,8 @@ func twoAgentsOneApp(t *testing.T, _ *flytest.Env, connect connector, era func()
 	if c := list.Runs[0].Claim; c == nil || c.By.Client != "cursor" || c.Note != "bisecting the crash" {
 		t.Errorf("runs_list's claim = %+v", c)
 	}
-	// Others see B under a handle, never its session id (over HTTP, the
-	// Mcp-Session-Id).
+	// Others see B under its handle, the id fly://sessions/current
+	// gives, never its session id (over HTTP, the Mcp-Session-Id).
 	current, _ := readText(t, b, "fly://sessions/current")
 	var me struct {
 		ID string `json:"id"`
@@ -189,8 +189,11 @@ func twoAgentsOneApp(t *testing.T, _ *flytest.Env, connect connector, era func()
 	if err := json.Unmarshal([]byte(current), &me); err != nil || me.ID == "" {
 		t.Fatalf("fly://sessions/current = %q: %v", current, err)
 	}
-	if strings.Contains(listed, me.ID) {
-		t.Errorf("runs_list shows B's session id %s to A", me.ID)
+	if !strings.Contains(listed, me.ID[:6]) {
+		t.Errorf("runs_list does not name B by its handle %s:\n%s", me.ID, listed)
+	}
+	if id := b.ID(); id != "" && (strings.Contains(listed, id) || strings.Contains(current, id)) {
+		t.Errorf("B's session id %s is shown: runs_list %s, fly://sessions/current %s", id, listed, current)
 	}
 	if res := callTool(t, a, "flutter_hot_reload", map[string]any{"run_id": run.RunID, "force": true}, &out); res.IsError || !out.Applied {
 		t.Errorf("A's forced reload = %+v: %s", out, toolText(res))

@@ -76,6 +76,9 @@ func (c *cappedConn) Close() error {
 	return err
 }
 
+// MaxConns is how many connections a listener from Limit holds at once.
+func MaxConns() int { return connCap() }
+
 // Limit returns ln holding at most half the process's descriptor limit of
 // connections at once, and that cap.
 func Limit(ln net.Listener, log *slog.Logger) (net.Listener, int) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,6 +20,58 @@ import (
 
 // methodListenAck is the notification that opens a listen stream.
 const methodListenAck = "notifications/subscriptions/acknowledged"
+
+// A listen stream lasts as long as its client wants, and over HTTP each
+// holds a connection: 8,192 of them once filled the TCP listener's cap,
+// and every other HTTP client and the dashboard were refused. So streams
+// are counted from the request that opens one to its end, per session
+// (MaxSessionListens) and over HTTP in all (MaxListens, below the
+// connection cap), and one past either is refused at once with why.
+
+// capListens refuses a subscriptions/listen beyond the caps, and counts
+// the others while they are open.
+func (s *Server) capListens(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "subscriptions/listen" {
+			return next(ctx, method, req)
+		}
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		sess, err := s.sessionOf(ss)
+		if err != nil {
+			return next(ctx, method, req)
+		}
+		handle, overHTTP := sess.Handle(), sess.Info().Via == "http"
+		s.mu.Lock()
+		var refusal string
+		switch {
+		case s.listens[handle] >= s.cfg.MaxSessionListens:
+			refusal = fmt.Sprintf("this session has %d subscriptions/listen streams open, the most it may: close one first (one stream can carry every subscription)", s.cfg.MaxSessionListens)
+		case overHTTP && s.httpListens >= s.cfg.MaxListens:
+			refusal = fmt.Sprintf("flyd has %d subscriptions/listen streams open over HTTP, the most it keeps: try again later", s.cfg.MaxListens)
+		default:
+			s.listens[handle]++
+			if overHTTP {
+				s.httpListens++
+			}
+		}
+		s.mu.Unlock()
+		if refusal != "" {
+			s.log.Debug("listen stream refused", "session", handle, "reason", refusal)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: refusal}
+		}
+		defer func() {
+			s.mu.Lock()
+			if s.listens[handle]--; s.listens[handle] <= 0 {
+				delete(s.listens, handle)
+			}
+			if overHTTP {
+				s.httpListens--
+			}
+			s.mu.Unlock()
+		}()
+		return next(ctx, method, req)
+	}
+}
 
 // trackListens hands each listen stream to its session with the sending
 // of its acknowledgement, which the session orders with its

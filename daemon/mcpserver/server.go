@@ -32,6 +32,12 @@ type Config struct {
 	MaxBuilds       int           // concurrent builds per workspace
 	RunStartTimeout time.Duration // how long flutter_run waits for app.started
 	BuildTimeout    time.Duration
+	// MaxListens bounds the subscriptions/listen streams open over HTTP
+	// at once, each of which holds a connection (default 64); the daemon
+	// keeps it well below its TCP connection cap. MaxSessionListens bounds
+	// one session's on any transport (default 8).
+	MaxListens        int
+	MaxSessionListens int
 
 	Runs     *runs.Engine
 	Sessions Sessions
@@ -115,17 +121,25 @@ type Server struct {
 	toolsMu  sync.Mutex
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
 
-	mu        sync.Mutex
-	notifying map[string]bool              // runs whose log has a followLog goroutine
-	listed    map[string]bool              // live runs whose start was announced by list_changed
-	notifyWG  sync.WaitGroup               // followLog and followErrors goroutines
-	seen      map[string]map[string]uint64 // per session, per run: the newest action it was told of
+	mu          sync.Mutex
+	notifying   map[string]bool              // runs whose log has a followLog goroutine
+	listed      map[string]bool              // live runs whose start was announced by list_changed
+	notifyWG    sync.WaitGroup               // followLog and followErrors goroutines
+	seen        map[string]map[string]uint64 // per session, per run: the newest action it was told of
+	listens     map[string]int               // open subscriptions/listen streams per session handle
+	httpListens int                          // those of them over HTTP
 }
 
 // New builds the MCP surface for cfg: every tool, prompt, resource and
 // template, registered once. It does no I/O.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Log, runs: cfg.Runs, sessions: cfg.Sessions, own: make(map[string]bool), tools: make(map[string]ownTool),
+	if cfg.MaxListens <= 0 {
+		cfg.MaxListens = 64
+	}
+	if cfg.MaxSessionListens <= 0 {
+		cfg.MaxSessionListens = 8
+	}
+	s := &Server{cfg: cfg, listens: make(map[string]int), log: cfg.Log, runs: cfg.Runs, sessions: cfg.Sessions, own: make(map[string]bool), tools: make(map[string]ownTool),
 		notifying: make(map[string]bool), listed: make(map[string]bool), seen: make(map[string]map[string]uint64)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "flyd", Title: "fly", Version: wire.Version}, &mcp.ServerOptions{
 		Instructions:              instructions,
@@ -167,7 +181,7 @@ func New(cfg Config) *Server {
 	}, s.readErrors)
 	s.addTools(srv)
 	s.addPrompts(srv)
-	srv.AddReceivingMiddleware(s.logRequests, s.cacheHints, s.completeResults, s.perSession)
+	srv.AddReceivingMiddleware(s.logRequests, s.cacheHints, s.completeResults, s.capListens, s.perSession)
 	srv.AddSendingMiddleware(s.trackListens)
 	s.mcp = srv
 	return s
