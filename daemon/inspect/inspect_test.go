@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"image"
 	"image/png"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,36 @@ func TestScaleRefusesHugeClaims(t *testing.T) {
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	if _, err := Scale(b, ShotOptions{}); err == nil || !strings.Contains(err.Error(), "30000×30000") {
 		t.Errorf("a PNG claiming 30000×30000 = %v, want refused", err)
+	}
+}
+
+// TestSummarizeBoundedWhileDecoding: a tree of millions of nodes is
+// refused after the bound is read, not decoded whole first; one nested
+// past the bound is refused too, and a deep one within it is read in
+// one pass.
+func TestSummarizeBoundedWhileDecoding(t *testing.T) {
+	wide := `{"widgetRuntimeType":"Root","children":[` + strings.Repeat(`{},`, 7_000_000) + `{}]}` // 7 million nodes, 21 MB
+	deep := strings.Repeat(`{"children":[`, 20_000) + strings.Repeat(`]}`, 20_000)
+	okDeep := strings.Repeat(`{"description":"x","properties":[{"a":1}],"children":[`, 4_000) +
+		`{"widgetRuntimeType":"Leaf","createdByLocalProject":true,"creationLocation":{"file":"file:///p/lib/a.dart","line":3}}` + strings.Repeat(`]}`, 4_000)
+	for _, tc := range []struct {
+		name, data string
+		err        bool
+	}{{"wide", wide, true}, {"deep", deep, true}, {"deep within the bound", okDeep, false}} {
+		data := json.RawMessage(tc.data)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tree, err := Summarize(data, "/p", TreeOptions{MaxDepth: 1000})
+		runtime.ReadMemStats(&after)
+		if (err != nil) != tc.err {
+			t.Errorf("%s: Summarize = %v, want error %v", tc.name, err, tc.err)
+		}
+		if !tc.err && !strings.Contains(tree.Text, "Leaf  lib/a.dart:3") {
+			t.Errorf("%s: Summarize = %q, want the leaf", tc.name, tree.Text)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+			t.Errorf("%s: %d bytes of tree allocated %d MB, want at most 64 MB", tc.name, len(tc.data), alloc>>20)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/fly-dev/fly/internal/jsonscan"
 )
 
 // TreeOptions bound a summary. Zero values mean the defaults.
@@ -27,23 +29,31 @@ type Tree struct {
 // maxNodes bounds the nodes read from one answer, whatever its size.
 const maxNodes = 200_000
 
-// node is the part of an inspector node the summary reads.
+// maxNesting bounds how deep the nodes of one answer nest.
+const maxNesting = 5_000
+
+// node is the part of an inspector node the summary reads, with where it
+// stands in the tree: nodes are kept flat, parents before children.
 type node struct {
-	Description           string `json:"description"`
-	WidgetRuntimeType     string `json:"widgetRuntimeType"`
-	CreatedByLocalProject bool   `json:"createdByLocalProject"`
+	Description           string
+	WidgetRuntimeType     string
+	CreatedByLocalProject bool
 	CreationLocation      *struct {
 		File   string `json:"file"`
 		Line   int    `json:"line"`
 		Column int    `json:"column"`
-	} `json:"creationLocation"`
-	Children []node `json:"children"`
+	}
+	parent int // index of the parent node; -1 for the root
 }
 
 // Summarize reads the result of ext.flutter.inspector.getRootWidgetTree
 // (its "result" node) and lists the widgets the project created,
 // indented by their nesting among themselves, each with its location
 // relative to root. Framework widgets between them are left out.
+//
+// It reads the answer in one pass without decoding it whole: at most
+// 200,000 nodes nested at most 5,000 deep, each field it keeps bounded;
+// an answer past either bound is refused.
 func Summarize(result json.RawMessage, root string, opt TreeOptions) (Tree, error) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = 8 << 10
@@ -51,47 +61,176 @@ func Summarize(result json.RawMessage, root string, opt TreeOptions) (Tree, erro
 	if opt.MaxDepth <= 0 {
 		opt.MaxDepth = 40
 	}
-	var top node
-	if err := json.Unmarshal(result, &top); err != nil {
-		return Tree{}, fmt.Errorf("the widget tree is not an inspector node: %w", err)
+	nodes, err := flatten(result)
+	if err != nil {
+		return Tree{}, err
 	}
 	var t Tree
 	var b strings.Builder
-	seen := 0
-	var walk func(n *node, depth int) error
-	walk = func(n *node, depth int) error {
-		if seen++; seen > maxNodes {
-			return errors.New("the widget tree has more than 200,000 nodes")
+	inner := make([]int, len(nodes)) // the depth a node's children are shown at
+	for i := range nodes {
+		n := &nodes[i]
+		depth := 0
+		if n.parent >= 0 {
+			depth = inner[n.parent]
 		}
-		if n.CreatedByLocalProject {
-			t.Widgets++
-			line := strings.Repeat("  ", depth) + name(n)
-			if loc := location(n, root); loc != "" {
-				line += "  " + loc
-			}
-			if depth >= opt.MaxDepth || b.Len()+len(line)+1 > opt.MaxBytes {
-				t.Truncated = true
-			} else {
-				b.WriteString(line + "\n")
-				t.Shown++
-			}
-			depth++
+		inner[i] = depth
+		if !n.CreatedByLocalProject {
+			continue
 		}
-		for i := range n.Children {
-			if err := walk(&n.Children[i], depth); err != nil {
-				return err
-			}
+		inner[i]++
+		t.Widgets++
+		line := strings.Repeat("  ", min(depth, opt.MaxDepth)) + name(n)
+		if loc := location(n, root); loc != "" {
+			line += "  " + loc
 		}
-		return nil
-	}
-	if err := walk(&top, 0); err != nil {
-		return Tree{}, err
+		if depth >= opt.MaxDepth || b.Len()+len(line)+1 > opt.MaxBytes {
+			t.Truncated = true
+		} else {
+			b.WriteString(line + "\n")
+			t.Shown++
+		}
 	}
 	t.Text = b.String()
 	if t.Truncated {
 		t.Text += fmt.Sprintf("… %d more widgets left out (%d shown): ask for more bytes or depth\n", t.Widgets-t.Shown, t.Shown)
 	}
 	return t, nil
+}
+
+// errTooLarge refuses a tree past the bounds.
+var errTooLarge = errors.New("the widget tree has more than 200,000 nodes or nests more than 5,000 deep")
+
+// flatten reads the tree in data into nodes in depth-first order, each
+// after its parent, in one pass over the bytes: children are read where
+// they stand, every other value is skipped once.
+func flatten(data []byte) ([]node, error) {
+	p := flattener{data: data}
+	i := jsonscan.Space(data, 0)
+	if _, err := p.node(i, -1, 0); err != nil {
+		return nil, err
+	}
+	return p.nodes, nil
+}
+
+type flattener struct {
+	data  []byte
+	nodes []node
+}
+
+var errNotNode = errors.New("the widget tree is not an inspector node")
+
+// node reads the node object at data[i] and its children, and returns
+// the index after it.
+func (p *flattener) node(i, parent, depth int) (int, error) {
+	d := p.data
+	if len(p.nodes) >= maxNodes || depth > maxNesting {
+		return 0, errTooLarge
+	}
+	if i >= len(d) || d[i] != '{' {
+		return 0, errNotNode
+	}
+	at := len(p.nodes)
+	p.nodes = append(p.nodes, node{parent: parent})
+	for i++; ; {
+		i = jsonscan.Space(d, i)
+		if i < len(d) && d[i] == '}' {
+			return i + 1, nil
+		}
+		kEnd := -1
+		if i < len(d) && d[i] == '"' {
+			kEnd = jsonscan.String(d, i)
+		}
+		if kEnd < 0 {
+			return 0, errNotNode
+		}
+		key := string(d[i:kEnd])
+		i = jsonscan.Space(d, kEnd)
+		if i >= len(d) || d[i] != ':' {
+			return 0, errNotNode
+		}
+		i = jsonscan.Space(d, i+1)
+		var end int
+		if key == `"children"` && i < len(d) && d[i] == '[' {
+			var err error
+			if end, err = p.children(i, at, depth); err != nil {
+				return 0, err
+			}
+		} else if end = jsonscan.Value(d, i); end < 0 {
+			return 0, errNotNode
+		}
+		p.field(at, key, d[i:end])
+		i = jsonscan.Space(d, end)
+		switch {
+		case i < len(d) && d[i] == ',':
+			i++
+		case i < len(d) && d[i] == '}':
+			return i + 1, nil
+		default:
+			return 0, errNotNode
+		}
+	}
+}
+
+// children reads the array of child nodes at data[i], and returns the
+// index after it.
+func (p *flattener) children(i, parent, depth int) (int, error) {
+	d := p.data
+	for i++; ; {
+		i = jsonscan.Space(d, i)
+		if i < len(d) && d[i] == ']' {
+			return i + 1, nil
+		}
+		end, err := p.node(i, parent, depth+1)
+		if err != nil {
+			return 0, err
+		}
+		i = jsonscan.Space(d, end)
+		switch {
+		case i < len(d) && d[i] == ',':
+			i++
+		case i < len(d) && d[i] == ']':
+			return i + 1, nil
+		default:
+			return 0, errNotNode
+		}
+	}
+}
+
+// field keeps what the summary reads of a node's member.
+func (p *flattener) field(at int, key string, value []byte) {
+	n := &p.nodes[at]
+	switch key {
+	case `"description"`:
+		n.Description = text(value)
+	case `"widgetRuntimeType"`:
+		n.WidgetRuntimeType = text(value)
+	case `"createdByLocalProject"`:
+		n.CreatedByLocalProject = string(value) == "true"
+	case `"creationLocation"`:
+		if len(value) > 8<<10 || json.Unmarshal(value, &n.CreationLocation) != nil {
+			n.CreationLocation = nil
+		}
+	}
+}
+
+// text is a JSON string's value, bounded; "" for anything else.
+func text(raw []byte) string {
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	if len(raw) > 4<<10 {
+		raw = raw[:4<<10] // a name or description; cut before decoding
+		for len(raw) > 1 && raw[len(raw)-1] == '\\' {
+			raw = raw[:len(raw)-1]
+		}
+		raw = append(raw[:len(raw):len(raw)], '"')
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 func name(n *node) string {
