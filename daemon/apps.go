@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/fly-dev/fly/daemon/dtd"
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -44,7 +45,10 @@ func (s *Server) externalApps(root string) []wire.App {
 	}
 	for _, a := range w.Apps() {
 		if root == "" || a.Workspace == root {
-			out = append(out, wire.App{ID: a.ID, Name: a.Name, IDE: a.IDE, Workspace: a.Workspace, Root: a.Root,
+			// A DTD file's names are another process's words: runs_list,
+			// flyctl and the dashboard show them with no control, bidi
+			// or zero-width character and on one line.
+			out = append(out, wire.App{ID: a.ID, Name: safetext.Field(a.Name), IDE: safetext.Field(a.IDE), Workspace: a.Workspace, Root: safetext.Field(a.Root),
 				VMServiceURI: a.VMServiceURI, DTDPID: a.DTDPID, Since: a.Since})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -23,6 +24,10 @@ gesture exceptions, unhandled exceptions), which flutter run --machine
 never prints: one line each, deduplicated with a count, with the
 error-causing widget's location, the most recently seen first. By default
 those since the last hot reload or restart; --all includes older ones.
+An error's text is the app's: flyd keeps its escape sequences and other
+control and format characters escaped (\x1b[2J, \u202e), and flyctl
+prints nothing else (flyctl logs tail --raw shows the app's output as
+it came).
 RUN is a run id or a unique prefix of one; the default is the newest
 live flutter run of the workspace containing the current directory (or
 --workspace DIR).
@@ -142,8 +147,9 @@ func runErrors(ctx context.Context, args []string, getenv func(string) string, s
 	return nil
 }
 
-// printErrors prints a page's errors, one line each; the first page of
-// a run without any says so on stderr.
+// printErrors prints a page's errors, one line each, escaped (flyd sends
+// them so; a flyd of another version may not); the first page of a run
+// without any says so on stderr.
 func printErrors(stdout, stderr io.Writer, pg wire.ErrorsPage, first bool) error {
 	if len(pg.Errors) == 0 && first {
 		what := "no errors"
@@ -154,7 +160,7 @@ func printErrors(stdout, stderr io.Writer, pg wire.ErrorsPage, first bool) error
 		return nil
 	}
 	for _, e := range pg.Errors {
-		if _, err := fmt.Fprintln(stdout, e.Line); err != nil {
+		if _, err := fmt.Fprintln(stdout, safetext.Line(e.Line)); err != nil {
 			return err
 		}
 	}

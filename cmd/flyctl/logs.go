@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -31,7 +32,10 @@ workspace.
 
 Output: one line per entry, "<stream> <text>", where stream is stdout,
 stderr, event (flutter's --machine events) or fly (flyd's own notes);
--t puts the local time (15:04:05.000) in front. Streams are coloured
+-t puts the local time (15:04:05.000) in front. The text is the app's:
+its escape sequences and other control and format characters are shown
+escaped (\x1b[31m, \u202e), one entry to a line (\n); --raw prints it
+as the app wrote it, for a terminal you trust it with. Streams are coloured
 only when stdout is a terminal (and NO_COLOR is unset). -o json prints
 NDJSON instead, one object per line:
   {"type":"entry","seq":N,"time":"…","stream":"…","text":"…","truncated":true,"cursor":"RUN:N"}
@@ -106,6 +110,7 @@ type tailOptions struct {
 	after      uint64
 	cursorFile string
 	exitStatus bool
+	raw        bool
 
 	// Derived by parse.
 	from, to time.Time
@@ -159,6 +164,7 @@ func newTailFlags(o *tailOptions) *pflag.FlagSet {
 	fs.Uint64Var(&o.after, "after", 0, "start after the line with sequence number `SEQ`")
 	fs.StringVar(&o.cursorFile, "cursor-file", "", "start after the cursor stored in `FILE`, and store the last one there at exit")
 	fs.BoolVar(&o.exitStatus, "exit-status", false, "exit 1 when the run failed, was interrupted or exited non-zero")
+	fs.BoolVar(&o.raw, "raw", false, "print the text as the app wrote it: escape sequences, controls and newlines not escaped")
 	return fs
 }
 
@@ -686,7 +692,7 @@ func (t *tailer) print(l logLine) error {
 	}
 	b.WriteString(stream)
 	b.WriteByte(' ')
-	b.WriteString(l.Text)
+	b.WriteString(shown(l.Text, t.o.raw))
 	if l.Truncated {
 		b.WriteString(" [truncated]")
 	}
@@ -703,7 +709,7 @@ func (t *tailer) exit(l *logLine) error {
 	if t.o.output == "json" {
 		err = t.writeJSON(jsonExit{Type: wire.LogLineExit, RunID: t.runID, State: l.State, ExitCode: l.ExitCode, Error: l.Error, Cursor: formatCursor(t.runID, t.last)})
 	} else {
-		err = t.note(fmt.Sprintf("-- run %s exited: %s --", t.runID, outcome(l.State, l.ExitCode, l.Error)))
+		err = t.note(fmt.Sprintf("-- run %s exited: %s --", t.runID, safetext.Line(outcome(l.State, l.ExitCode, l.Error))))
 	}
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -251,20 +252,19 @@ func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error 
 		if r.StartedBy != nil {
 			by = r.StartedBy.Client
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, exit, errorCount(r.Errors),
-			startedAt(r.StartedAt, now, tty), by, r.Root, shellJoin(r.Argv))
+		row(tw, r.RunID, r.Kind, r.State, exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), by, r.Root, shellJoin(r.Argv))
 		if r.Claim != nil {
-			claims = append(claims, fmt.Sprintf("%s is claimed by %s until %s%s", r.RunID, r.Claim.By.Client, r.Claim.Until.Local().Format("15:04:05"), quotedNote(r.Claim.Note)))
+			claims = append(claims, fmt.Sprintf("%s is claimed by %q until %s%s", r.RunID, r.Claim.By.Client, r.Claim.Until.Local().Format("15:04:05"), quotedNote(r.Claim.Note)))
 		}
 		if a := r.LastAction; a != nil && r.Live() && a.What != "start" { // BY says who started it
-			claims = append(claims, fmt.Sprintf("%s: last %s by %s %s: %s", r.RunID, a.What, a.By.Client, relative(now.Sub(a.At)), a.Outcome))
+			claims = append(claims, fmt.Sprintf("%s: last %s by %q %s: %s", r.RunID, a.What, a.By.Client, relative(now.Sub(a.At)), a.Outcome))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, c := range claims {
-		if _, err := fmt.Fprintln(w, c); err != nil {
+		if _, err := fmt.Fprintln(w, safetext.Line(c)); err != nil {
 			return err
 		}
 	}
@@ -355,7 +355,7 @@ func writeAppsTable(w io.Writer, apps []wire.App, now time.Time, tty bool) error
 		if ide == "" {
 			ide = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, ide, startedAt(a.Since, now, tty), a.VMServiceURI, a.Workspace)
+		row(tw, a.ID, a.Name, ide, startedAt(a.Since, now, tty), a.VMServiceURI, a.Workspace)
 	}
 	return tw.Flush()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -186,12 +187,12 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stdout, "http:      http://%s (MCP at /mcp, dashboard at /; flyctl dashboard, flyctl token print)\n", st.HTTP)
 	}
 	for _, n := range st.Notices {
-		fmt.Fprintf(stdout, "NOTICE:    %s\n", n)
+		fmt.Fprintf(stdout, "NOTICE:    %s\n", safetext.Line(n))
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nWORKSPACE\tFILES\tSESSIONS\n")
 	for _, w := range st.Workspaces {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", w.Root, w.Files, w.Sessions)
+		row(tw, w.Root, strconv.Itoa(w.Files), strconv.Itoa(w.Sessions))
 	}
 	fmt.Fprintf(tw, "\nSESSION\tCLIENT\tPEER PID\tFILES READ\tTOOLS CALLED\tWORKSPACE\n")
 	for _, s := range st.Sessions {
@@ -203,7 +204,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		if s.PeerPID > 0 {
 			pid = strconv.Itoa(s.PeerPID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, client, pid, s.FilesRead, s.ToolsCalled, s.Workspace)
+		row(tw, s.ID, client, pid, strconv.FormatInt(s.FilesRead, 10), strconv.FormatInt(s.ToolsCalled, 10), s.Workspace)
 	}
 	fmt.Fprintf(tw, "\nLIVE RUN\tKIND\tSTATE\tPID\tERRORS\tCLAIMED BY\tSTARTED\tROOT\n")
 	now, tty := time.Now(), isTerminal(stdout)
@@ -216,12 +217,12 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		if r.Claim != nil {
 			claim = r.Claim.By.Client + " until " + r.Claim.Until.Local().Format("15:04")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Kind, r.State, pid, errorCount(r.Errors), claim, startedAt(r.StartedAt, now, tty), r.Root)
+		row(tw, r.RunID, r.Kind, r.State, pid, errorCount(r.Errors), claim, startedAt(r.StartedAt, now, tty), r.Root)
 	}
 	if len(st.Apps) > 0 {
 		fmt.Fprintf(tw, "\nEXTERNAL APP\tNAME\tIDE\tSINCE\tWORKSPACE\n")
 		for _, a := range st.Apps {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.IDE, startedAt(a.Since, now, tty), a.Workspace)
+			row(tw, a.ID, a.Name, a.IDE, startedAt(a.Since, now, tty), a.Workspace)
 		}
 	}
 	if len(st.Upstreams) > 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fly-dev/fly/internal/mcpconfig"
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -265,7 +266,7 @@ func writeUpstreamErrors(w io.Writer, ups []wire.Upstream) {
 		if u.Error == "" || u.State == "running" {
 			continue
 		}
-		fmt.Fprintf(w, "\nupstream %s is %s: %s\n", u.Name, u.State, strings.ReplaceAll(u.Error, "\n", "\n    "))
+		fmt.Fprintf(w, "\nupstream %s is %s: %s\n", safetext.Field(u.Name), u.State, strings.ReplaceAll(safetext.Lines(u.Error), "\n", "\n    "))
 	}
 }
 
@@ -285,6 +286,6 @@ func writeUpstreams(tw io.Writer, ups []wire.Upstream) {
 		if protocol == "" {
 			protocol = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", u.Name, u.State, pid, protocol, u.Sessions, u.Restarts, rss, ws)
+		row(tw, u.Name, u.State, pid, protocol, strconv.Itoa(u.Sessions), strconv.Itoa(u.Restarts), rss, ws)
 	}
 }

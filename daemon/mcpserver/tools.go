@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/internal/safetext"
 
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
@@ -259,7 +260,7 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 		return nil, res, nil
 	}
 	for _, e := range r.Ring().Tail(30) {
-		res.LogTail = append(res.LogTail, e.Text)
+		res.LogTail = append(res.LogTail, safetext.Line(e.Text))
 	}
 	why := fmt.Sprintf("flutter build %s failed (%s)", sub, rec.State)
 	if ctx.Err() != nil {
@@ -562,13 +563,19 @@ func outputText(ring *logring.Ring, budget int) string {
 	return budgetText(out, budget, "")
 }
 
-// budgetText joins the texts of entries, one per line, keeping the newest
-// that fit in budget bytes; a first line says how many were cut.
+// budgetText joins the texts of entries, one per line (an entry's own
+// newlines and controls escaped), keeping the newest that fit in budget
+// bytes; a first line says how many were cut.
 func budgetText(entries []logring.Entry, budget int, uri string) string {
+	var lines []string // newest first
 	used, i := 0, len(entries)
-	for i > 0 && used+len(entries[i-1].Text)+1 <= budget {
-		used += len(entries[i-1].Text) + 1
-		i--
+	for ; i > 0; i-- {
+		l := safetext.Line(entries[i-1].Text)
+		if used+len(l)+1 > budget {
+			break
+		}
+		used += len(l) + 1
+		lines = append(lines, l)
 	}
 	var b strings.Builder
 	if i > 0 {
@@ -578,8 +585,8 @@ func budgetText(entries []logring.Entry, budget int, uri string) string {
 		}
 		b.WriteByte('\n')
 	}
-	for _, e := range entries[i:] {
-		b.WriteString(e.Text)
+	for j := len(lines) - 1; j >= 0; j-- {
+		b.WriteString(lines[j])
 		b.WriteByte('\n')
 	}
 	return b.String()
