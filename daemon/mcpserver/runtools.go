@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -78,7 +79,8 @@ func (s *Server) news(sess *client, r *runs.Run) []string {
 	now := time.Now()
 	for _, a := range acts {
 		if a.By.Session != sess.Handle() {
-			lines = append(lines, a.Line(now))
+			// Names are quoted; an outcome may quote the app's message.
+			lines = append(lines, safetext.Line(a.Line(now)))
 		}
 	}
 	if n := len(lines) - maxNews; n > 0 {
@@ -173,16 +175,19 @@ func outcomeText(o runs.Outcome) (string, bool) {
 	if o.Full {
 		w = "hot restart"
 	}
+	// flutter's message and what it printed may be the app's words: one
+	// line each, escaped, and the printed lines indented under fly's.
+	msg := safetext.Line(o.Message)
 	var b strings.Builder
 	switch {
 	case o.Rejected:
-		fmt.Fprintf(&b, "%s rejected: %s\nThe change cannot be hot-reloaded: call flutter_hot_reload with restart: true (the app's state is lost).\n", w, o.Message)
+		fmt.Fprintf(&b, "%s rejected: %s\nThe change cannot be hot-reloaded: call flutter_hot_reload with restart: true (the app's state is lost).\n", w, msg)
 	case !o.Applied():
-		fmt.Fprintf(&b, "%s failed (code %d): %s\n", w, o.Code, o.Message)
+		fmt.Fprintf(&b, "%s failed (code %d): %s\n", w, o.Code, msg)
 	default:
 		fmt.Fprintf(&b, "%s applied", w)
-		if o.Message != "" {
-			fmt.Fprintf(&b, " (%s)", o.Message)
+		if msg != "" {
+			fmt.Fprintf(&b, " (%s)", msg)
 		}
 		fmt.Fprintf(&b, " in %d ms", o.Took.Milliseconds())
 		if len(o.Shared) > 0 {
@@ -195,7 +200,10 @@ func outcomeText(o runs.Outcome) (string, bool) {
 		b.WriteString(".\n")
 	}
 	if len(o.Stderr) > 0 {
-		b.WriteString("flutter printed:\n" + strings.Join(o.Stderr, "\n") + "\n")
+		b.WriteString("flutter printed:\n")
+		for _, l := range o.Stderr {
+			b.WriteString("  " + safetext.Line(l) + "\n")
+		}
 	}
 	if o.Applied() {
 		after := "after its first frame"
