@@ -356,3 +356,48 @@ func TestListenStreamsCapped(t *testing.T) {
 		t.Fatalf("the dashboard while the streams are open: %d", resp.StatusCode)
 	}
 }
+
+// TestOtherWorkspacesRuns: a session acts on a run of a workspace it
+// does not serve only by naming it; it can neither claim that run nor
+// override a claim on it, and what it does is shown to the run's own
+// sessions as from another workspace.
+func TestOtherWorkspacesRuns(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	flytest.StartFlyd(t, e)
+	home, away := flutterProject(t), flutterProject(t)
+	a := viaShim(e)(t, "home-agent", home, nil)
+	b := viaShim(e)(t, "away-agent", away, nil)
+	var run runOut
+	if res := callTool(t, a, "flutter_run", nil, &run); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	t.Cleanup(func() { callTool(t, a, "flutter_stop", map[string]any{"run_id": run.RunID, "force": true}, nil) })
+	named := map[string]any{"run_id": run.RunID}
+
+	if res := callTool(t, b, "flutter_hot_reload", nil, nil); !res.IsError {
+		t.Errorf("a reload without run_id from another workspace reached a run: %s", toolText(res))
+	}
+	if res := callTool(t, b, "flutter_claim", named, nil); !res.IsError || !strings.Contains(toolText(res), "another workspace") {
+		t.Errorf("a claim from another workspace = %v: %s", res.IsError, toolText(res))
+	}
+	if res := callTool(t, b, "flutter_claim", map[string]any{"run_id": run.RunID, "force": true}, nil); !res.IsError {
+		t.Errorf("a forced claim from another workspace: %s", toolText(res))
+	}
+	if res := callTool(t, a, "flutter_claim", map[string]any{"note": "home work"}, nil); res.IsError {
+		t.Fatalf("the home session's claim: %s", toolText(res))
+	}
+	if res := callTool(t, b, "flutter_hot_reload", map[string]any{"run_id": run.RunID, "force": true}, nil); !res.IsError || !strings.Contains(toolText(res), "another workspace") {
+		t.Errorf("a forced reload from another workspace over a claim = %v: %s", res.IsError, toolText(res))
+	}
+	if res := callTool(t, a, "flutter_claim", map[string]any{"release": true}, nil); res.IsError {
+		t.Fatalf("release: %s", toolText(res))
+	}
+	if res := callTool(t, b, "flutter_hot_reload", named, nil); res.IsError {
+		t.Fatalf("a named reload from another workspace: %s", toolText(res))
+	}
+	if text := toolText(callTool(t, a, "flutter_errors", nil, nil)); !strings.Contains(text, "hot-reloaded this run") || !strings.Contains(text, "from another workspace") {
+		t.Errorf("the home session was not told of the reload from another workspace:\n%s", text)
+	}
+}

@@ -82,6 +82,9 @@ type Record struct {
 type Actor struct {
 	Session string `json:"session,omitempty"`
 	Client  string `json:"client"`
+	// Workspace is the root the client serves, set only when it is not
+	// the run's own: an action from another workspace is marked so.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Action is one thing a client did to a run.

@@ -41,6 +41,31 @@ func actor(sess *client) store.Actor {
 	return store.Actor{Session: sess.Handle(), Client: sess.Info().ClientName}
 }
 
+// actorOn is actor for an action on r. A session may act on a run of a
+// workspace it does not serve only by naming it (runFor never picks one
+// with no run_id), and the action is recorded as from another workspace
+// for the run's own sessions to see. Such a session may neither claim the
+// run nor override a claim on it: the sessions that serve a workspace
+// coordinate through claims, and one from outside, which runs_list all
+// or an app's text led there, must not take the run from them. Reading a
+// run of another workspace (logs, errors, the widget tree) stays allowed:
+// it is the same user's and changes nothing.
+func actorOn(sess *client, r *runs.Run, claim, force bool) (store.Actor, error) {
+	a := actor(sess)
+	root := r.Record().Root
+	if root == "" || root == sess.ws.Root() {
+		return a, nil
+	}
+	switch {
+	case claim:
+		return a, fmt.Errorf("run %s is of another workspace (%s): only a session of that workspace may claim it", r.ID(), root)
+	case force:
+		return a, fmt.Errorf("run %s is of another workspace (%s): a session of this one cannot override a claim on it", r.ID(), root)
+	}
+	a.Workspace = sess.ws.Root()
+	return a, nil
+}
+
 // runFor returns the run id names, or with no id the newest live flutter
 // run of the session's workspace.
 func (t tools) runFor(sess *client, id string) (*runs.Run, error) {
@@ -139,8 +164,12 @@ func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDPar
 		return nil, restartResult{}, err
 	}
 	id := r.ID()
+	by, err := actorOn(sess, r, false, p.Force)
+	if err != nil {
+		return nil, restartResult{}, err
+	}
 	news := t.s.news(sess, r) // before the reload: it is not news to its caller
-	o, err := r.Restart(ctx, full, runs.Act{By: actor(sess), Force: p.Force})
+	o, err := r.Restart(ctx, full, runs.Act{By: by, Force: p.Force})
 	rec := r.Record()
 	var claimed *runs.ClaimedError
 	switch {
@@ -245,8 +274,12 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams)
 	if err != nil {
 		return nil, stopResult{}, err
 	}
+	by, err := actorOn(sess, r, false, p.Force)
+	if err != nil {
+		return nil, stopResult{}, err
+	}
 	news := t.s.news(sess, r)
-	if err := r.StopAs(ctx, runs.Act{By: actor(sess), Force: p.Force, ExitApp: p.StopApp}); err != nil {
+	if err := r.StopAs(ctx, runs.Act{By: by, Force: p.Force, ExitApp: p.StopApp}); err != nil {
 		return nil, stopResult{}, errors.New(withNews(news, err.Error()))
 	}
 	rec := r.Record()
@@ -286,8 +319,12 @@ func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParam
 		return nil, claimResult{}, errors.New("a claim needs a session that outlives this request: send an X-Fly-Client header " +
 			"with a random value of your own on every request (without it, each request is a session of its own, and others could not tell you apart)")
 	}
+	by, err := actorOn(sess, r, true, p.Force)
+	if err != nil {
+		return nil, claimResult{}, err
+	}
 	news := t.s.news(sess, r)
-	act := runs.Act{By: actor(sess), Force: p.Force}
+	act := runs.Act{By: by, Force: p.Force}
 	res := claimResult{RunID: r.ID(), Others: news}
 	if p.Release {
 		if err := r.Release(act); err != nil {

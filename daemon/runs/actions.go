@@ -34,6 +34,9 @@ type Action struct {
 func (a Action) Line(now time.Time) string {
 	ago := now.Sub(a.At).Round(time.Second)
 	s := fmt.Sprintf("%s %s this run %s ago", a.By.Name(), pastTense(a.What), ago)
+	if a.By.Workspace != "" {
+		s += " from another workspace"
+	}
 	if a.Forced {
 		s += " (overriding a claim)"
 	}
@@ -72,14 +75,21 @@ const maxJournal = 64
 type Claim struct {
 	By    store.Actor
 	Note  string
-	Since time.Time
+	Since time.Time // when the holder first claimed: a renewal keeps it
 	Until time.Time
 }
 
-// Bounds of a claim.
+// Bounds of a claim. A holder renews its claim by claiming again, but
+// a claim lasts MaxClaimLife in all from its first grant, however often
+// renewed: one session (or one that forgot it holds the run) must not
+// keep the others out for ever. Once a claim has run out so, its holder
+// may claim the run again only ClaimRest later, which leaves the others
+// a window to act.
 const (
 	DefaultClaim = 15 * time.Minute
-	MaxClaim     = 2 * time.Hour
+	MaxClaim     = time.Hour
+	MaxClaimLife = time.Hour
+	ClaimRest    = 10 * time.Minute
 	maxClaimNote = 200
 )
 
@@ -140,12 +150,35 @@ func (r *Run) ActionsSince(seq uint64) ([]Action, uint64) {
 	return out, r.actSeq
 }
 
-// claimLocked is the claim in force, if any; r.mu is held.
+// claimLocked is the claim in force, if any; r.mu is held. A claim
+// that ran out at the end of its life is remembered in r.spent.
 func (r *Run) claimLocked(now time.Time) *Claim {
 	if r.claim != nil && !now.Before(r.claim.Until) {
+		if !r.claim.Until.Before(r.claim.Since.Add(MaxClaimLife)) {
+			r.spent = &spentClaim{session: r.claim.By.Session, at: r.claim.Until}
+		}
 		r.claim = nil
 	}
 	return r.claim
+}
+
+// spentClaim is a claim that lasted MaxClaimLife: its holder rests.
+type spentClaim struct {
+	session string
+	at      time.Time
+}
+
+// ClaimLifeError is the refusal of a claim by a session that has held
+// the run for MaxClaimLife.
+type ClaimLifeError struct {
+	RunID string
+	Since time.Time // the first grant
+	Again time.Time // when it may claim again
+}
+
+func (e *ClaimLifeError) Error() string {
+	return fmt.Sprintf("run %s has been claimed by you since %s, and a claim lasts %s in all however often renewed: "+
+		"let the others act; you may claim it again from %s", e.RunID, e.Since.Format("15:04:05"), MaxClaimLife, e.Again.Format("15:04:05"))
 }
 
 // CurrentClaim returns the claim in force on the run, if any.
@@ -194,6 +227,19 @@ func (r *Run) Claim(act Act, note string, d time.Duration) (Claim, error) {
 	now := time.Now()
 	c := Claim{By: act.By, Note: boundNote(note), Since: now, Until: now.Add(d)}
 	r.mu.Lock()
+	if old := r.claimLocked(now); old != nil && old.By.Session == act.By.Session {
+		c.Since = old.Since // a renewal: the claim's life goes on
+	}
+	if sp := r.spent; sp != nil && sp.session == act.By.Session && now.Before(sp.at.Add(ClaimRest)) {
+		r.mu.Unlock()
+		return Claim{}, &ClaimLifeError{RunID: r.id, Since: sp.at.Add(-MaxClaimLife), Again: sp.at.Add(ClaimRest)}
+	}
+	if end := c.Since.Add(MaxClaimLife); !now.Before(end) {
+		r.mu.Unlock()
+		return Claim{}, &ClaimLifeError{RunID: r.id, Since: c.Since, Again: end.Add(ClaimRest)}
+	} else if c.Until.After(end) {
+		c.Until = end
+	}
 	r.claim = &c
 	r.mu.Unlock()
 	outcome := "until " + c.Until.Format("15:04:05")

@@ -145,6 +145,7 @@ type Run struct {
 	journal []Action // what clients did to it, newest last; under mu
 	actSeq  uint64
 	claim   *Claim
+	spent   *spentClaim // the last claim that ran out at the end of its life
 
 	reloads       reloads
 	frames        frameSignal
