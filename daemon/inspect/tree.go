@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fly-dev/fly/internal/jsonscan"
+	"github.com/fly-dev/fly/internal/safetext"
 )
 
 // TreeOptions bound a summary. Zero values mean the defaults.
@@ -257,8 +258,10 @@ func location(n *node, root string) string {
 	return bound(file, 200) + ":" + strconv.Itoa(l.Line)
 }
 
+// bound is an app's name or path on one line, cut to n bytes, with any
+// escape sequence, control, bidi or zero-width character shown escaped.
 func bound(s string, n int) string {
-	s = strings.ToValidUTF8(strings.Join(strings.Fields(s), " "), "\uFFFD")
+	s = safetext.Field(strings.Join(strings.Fields(s), " "))
 	if len(s) <= n {
 		return s
 	}
