@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -399,5 +401,95 @@ func TestOtherWorkspacesRuns(t *testing.T) {
 	}
 	if text := toolText(callTool(t, a, "flutter_errors", nil, nil)); !strings.Contains(text, "hot-reloaded this run") || !strings.Contains(text, "from another workspace") {
 		t.Errorf("the home session was not told of the reload from another workspace:\n%s", text)
+	}
+}
+
+// TestStatelessFloodSparesClaims: 300 stateless clients (each with an
+// X-Fly-Client of its own, some named with 3 MB) fill the HTTP session
+// table: the ones past it get 503 with why, and none ends the session
+// that holds a claim, whose next call still works. Each client's
+// session key is bounded whatever its name: flyd's RSS is logged.
+func TestStatelessFloodSparesClaims(t *testing.T) {
+	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t)
+	fl := flytest.StartFlyd(t, e)
+	st, err := getStatus(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &tcpFlyd{e: e, addr: st.HTTP}
+	f.token = f.readToken(t)
+	root := flutterProject(t)
+	legacy := newNotes()
+	legacy.version = legacyVersion
+	victim := viaStreamable(f)(t, "victim", root, legacy)
+	var run runOut
+	if res := callTool(t, victim, "flutter_run", nil, &run); res.IsError {
+		t.Fatalf("flutter_run: %s", toolText(res))
+	}
+	t.Cleanup(func() { callTool(t, victim, "flutter_stop", map[string]any{"run_id": run.RunID, "force": true}, nil) })
+	if res := callTool(t, victim, "flutter_claim", map[string]any{"note": "mine"}, nil); res.IsError {
+		t.Fatalf("claim: %s", toolText(res))
+	}
+	rss := func() int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", fl.Cmd.Process.Pid))
+		if err != nil {
+			return 0
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+				return kb >> 10
+			}
+		}
+		return 0
+	}
+	before := rss()
+	c := rawHTTP{f.addr, f.token}
+	huge := strings.Repeat("n", 3<<20)
+	var ok, full int
+	var refusal string
+	for i := range 300 {
+		name := "flood"
+		if i < 32 {
+			name = huge
+		}
+		status, body := c.modern(t, root, fmt.Sprintf("flood-%d", i), name, "tools/list", "")
+		switch status {
+		case http.StatusOK:
+			ok++
+		case http.StatusServiceUnavailable:
+			full++
+			refusal = body
+		default:
+			t.Fatalf("request %d: %d %s", i, status, body)
+		}
+	}
+	t.Logf("flyd RSS %d MB before, %d MB after %d stateless sessions (32 named with 3 MB); %d refused: %s", before, rss(), ok, full, strings.TrimSpace(refusal))
+	if full == 0 || !strings.Contains(refusal, "too many MCP sessions") {
+		t.Errorf("%d of 300 stateless clients refused; the last refusal: %q", full, refusal)
+	}
+	if res := callTool(t, victim, "runs_list", nil, nil); res.IsError {
+		t.Fatalf("the claim holder's session after the flood: %s", toolText(res))
+	}
+	var list runsListOut
+	callTool(t, victim, "runs_list", nil, &list)
+	if len(list.Runs) != 1 || list.Runs[0].Claim == nil || list.Runs[0].Claim.Note != "mine" {
+		t.Errorf("the claim after the flood: %+v", list.Runs)
+	}
+}
+
+// TestStatelessKeyBounded: what keys a stateless client's session is of
+// a fixed size, whatever the client sends.
+func TestStatelessKeyBounded(t *testing.T) {
+	huge := strings.Repeat("x", 3<<20)
+	for _, parts := range [][]string{{"", "", ""}, {huge, huge, huge}, {"/a", "tools=app", strings.Repeat("y", maxClientHeader)}} {
+		if k := hashKey(parts...); len(k) != 32 {
+			t.Errorf("hashKey(%d bytes) is %d bytes, want 32", len(strings.Join(parts, "")), len(k))
+		}
+	}
+	if hashKey("a", "bc") == hashKey("ab", "c") {
+		t.Error("hashKey(a, bc) = hashKey(ab, c)")
 	}
 }
