@@ -194,8 +194,9 @@ func TestHugeClientNamesBounded(t *testing.T) {
 		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]},
 			&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint:   "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root),
-			HTTPClient: &http.Client{Transport: bearer{Token: f.token, Base: http.DefaultTransport}},
+			Endpoint: "http://" + f.addr + wire.RouteStreamable + "?workspace=" + url.QueryEscape(root),
+			// Its own X-Fly-Client: one fly session for all its requests.
+			HTTPClient: &http.Client{Transport: withHeader{wire.HeaderClient, "huge-" + strconv.Itoa(i), bearer{Token: f.token, Base: http.DefaultTransport}}},
 		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
