@@ -26,6 +26,13 @@ const extensionWait = 5 * time.Second
 // inspectorGroups names each call's object group, which is disposed after.
 var inspectorGroups atomic.Uint64
 
+// decoding is held while a screenshot is decoded and scaled: one at a
+// time in flyd, whatever the number of runs and calls, so that what the
+// pictures take (up to 64 MB decoded each, see inspect.Scale) is paid
+// once. The answers themselves are read one at a time per run
+// (runs.Run.LookVM).
+var decoding = make(chan struct{}, 1)
+
 // lookable returns the run to look inside, or why there is none.
 func (t tools) lookable(req *mcp.CallToolRequest, id string) (*runs.Run, error) {
 	sess, err := t.call(req)
@@ -145,11 +152,20 @@ func (t tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, p scree
 	if err := r.LookVM(ctx, "_flutter.screenshot", nil, 0, &res); err != nil {
 		return nil, screenshotResult{}, callError(r, "screenshot", err)
 	}
-	raw, err := base64.StdEncoding.DecodeString(res.Screenshot)
-	if err != nil || len(raw) == 0 {
-		return nil, screenshotResult{}, fmt.Errorf("the app of run %s sent no screenshot", r.ID())
+	select {
+	case decoding <- struct{}{}:
+	case <-ctx.Done():
+		return nil, screenshotResult{}, fmt.Errorf("screenshot of run %s: waiting for another screenshot to be decoded: %w", r.ID(), ctx.Err())
 	}
-	shot, err := inspect.Scale(raw, inspect.ShotOptions{MaxWidth: p.MaxWidth, MaxBytes: p.MaxBytes})
+	raw, err := base64.StdEncoding.DecodeString(res.Screenshot)
+	res.Screenshot = ""
+	var shot inspect.Shot
+	if err == nil && len(raw) > 0 {
+		shot, err = inspect.Scale(raw, inspect.ShotOptions{MaxWidth: p.MaxWidth, MaxBytes: p.MaxBytes})
+	} else {
+		err = fmt.Errorf("the app of run %s sent no screenshot", r.ID())
+	}
+	<-decoding
 	if err != nil {
 		return nil, screenshotResult{}, err
 	}

@@ -370,7 +370,11 @@ func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachPar
 		}
 	}
 	by := actor(sess)
-	r, err := t.s.runs.Attach(runs.AttachSpec{Root: sess.ws.Root(), VMServiceURI: uri, Name: name, By: &by, Env: sess.Env()})
+	r, err := t.s.runs.Attach(runs.AttachSpec{Root: sess.ws.Root(), VMServiceURI: uri, Name: name, By: &by, Env: sess.Env(), Max: t.s.cfg.MaxRuns})
+	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
+		return nil, runResult{}, fmt.Errorf("%d apps are already live in this workspace, runs and attached apps together (%s): stop or detach one with flutter_stop, or start flyd with a higher --max-runs",
+			le.Max, strings.Join(le.Live, ", "))
+	}
 	if err != nil {
 		return nil, runResult{}, err
 	}

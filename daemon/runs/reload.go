@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/apperrors"
+	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/store"
 )
 
@@ -25,7 +26,7 @@ import (
 type Outcome struct {
 	Full    bool
 	Code    int    // flutter's: 0 is applied
-	Message string // flutter's message
+	Message string // flutter's message, at most maxReloadMessage bytes
 	// Rejected: the VM refused the reload (a change hot reload cannot
 	// apply, such as a changed class shape); a hot restart is needed.
 	Rejected bool
@@ -65,12 +66,10 @@ func (o Outcome) Summary() string {
 	return fmt.Sprintf("applied, %d new errors", len(o.Errors))
 }
 
+// oneLine is s on one line, made safe to show (safetext.Field) and cut
+// to n bytes on a rune boundary.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
+	return safetext.Cut(safetext.Field(strings.Join(strings.Fields(s[:min(len(s), 4*n)]), " ")), n)
 }
 
 // SettleMax bounds the settle window after a reload when no frame comes.
@@ -79,7 +78,10 @@ const SettleMax = time.Second
 // Bounds of what an outcome keeps.
 const (
 	maxReloadStderr = 40
-	outcomeErrors   = 2 << 10 // bytes of error lines
+	// maxReloadMessage bounds flutter's (or the app's VM service's)
+	// message: it is shown whole to every caller of the reload.
+	maxReloadMessage = 2 << 10
+	outcomeErrors    = 2 << 10 // bytes of error lines
 )
 
 // reloads serializes and coalesces a run's reloads.
@@ -217,8 +219,8 @@ func (r *Run) reload(ctx context.Context, full bool) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	out.Code, out.Message = res.Code, res.Message
-	out.Rejected = res.Code != 0 && rejected(res.Message+" "+strings.Join(out.Stderr, " "))
+	out.Code, out.Message = res.Code, oneLine(res.Message, maxReloadMessage)
+	out.Rejected = res.Code != 0 && rejected(out.Message+" "+strings.Join(out.Stderr, " "))
 	if out.Applied() {
 		out.Settled = "timeout"
 		if r.frames.wait(ctx, frames, SettleMax) {

@@ -38,7 +38,7 @@ func Binaries(t testing.TB) (flyd, flyctl string) {
 			return
 		}
 		args := []string{"build", "-o", bins.dir + string(filepath.Separator)}
-		if raceEnabled {
+		if Race {
 			args = append(args, "-race")
 		}
 		args = append(args, "github.com/fly-dev/fly/cmd/flyd", "github.com/fly-dev/fly/cmd/flyctl")

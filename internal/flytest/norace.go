@@ -2,4 +2,6 @@
 
 package flytest
 
-const raceEnabled = false
+// Race says the binaries under test are race-checked too (their memory
+// is then several times a plain build's).
+const Race = false

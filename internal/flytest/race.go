@@ -2,5 +2,6 @@
 
 package flytest
 
-// raceEnabled makes the binaries under test race-checked too.
-const raceEnabled = true
+// Race says the binaries under test are race-checked too (their memory
+// is then several times a plain build's).
+const Race = true
