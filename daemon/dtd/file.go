@@ -51,12 +51,13 @@ const maxFile = 16 << 10
 var (
 	ErrNotRegular = errors.New("not a regular file (a symlink?)")
 	ErrNotOwned   = errors.New("not owned by this user")
-	ErrStale      = errors.New("its process is gone")
+	ErrStale      = errors.New("its process is gone, or is not this user's")
 )
 
 // Read reads the file name of dir (opened as an os.Root) as a DTD's:
 // a regular file owned by uid, never followed through a symlink, at most
-// 16 KB, naming a loopback URI and a live process.
+// 16 KB, naming a loopback URI and a live process of uid's (a pid of
+// another user's, reused after the DTD died, leads nowhere).
 func Read(dir *os.Root, name string, uid int) (Info, error) {
 	if _, err := strconv.Atoi(name); err != nil {
 		return Info{}, fmt.Errorf("%q is not a DTD file: its name is not a pid", name)
@@ -100,19 +101,12 @@ func Read(dir *os.Root, name string, uid int) (Info, error) {
 	if in.WorkspaceRoot == "" || !filepath.IsAbs(in.WorkspaceRoot) || len(in.WorkspaceRoot) > 4096 {
 		return Info{}, fmt.Errorf("%s: workspaceRoot %.100q is not an absolute path", name, in.WorkspaceRoot)
 	}
-	if in.PID <= 0 || !alive(in.PID) {
+	if in.PID <= 0 || !ownedAlive(in.PID, uid) {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrStale)
 	}
 	in.IDEName = bound(in.IDEName, 64)
 	in.DartVersion = bound(in.DartVersion, 128)
 	return in, nil
-}
-
-// alive reports whether a process pid exists (EPERM: it exists, and is
-// someone else's).
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func bound(s string, n int) string {

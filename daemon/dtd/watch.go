@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/vmservice"
@@ -48,8 +51,12 @@ type Config struct {
 
 // Bounds.
 const (
-	maxFiles = 256 // DTD files read per scan
-	maxApps  = 64  // apps kept per DTD
+	maxFiles = 256     // DTD files read per scan: names of live processes of the user's
+	maxNames = 100_000 // names listed per scan, whatever they are
+	maxApps  = 64      // apps kept per DTD
+	// scanGap is the least time between two scans that changes in the
+	// directory ask for: a file touched in a loop costs a scan a gap.
+	scanGap = 250 * time.Millisecond
 )
 
 // Watcher follows the DTD directory and the DTDs of served workspaces.
@@ -89,6 +96,9 @@ func Start(cfg Config) (*Watcher, error) {
 		cfg.Changed = func() {}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := private(cfg.Dir, os.Getuid()); err != nil {
 		return nil, err
 	}
 	fw, err := fsnotify.NewWatcher()
@@ -151,23 +161,80 @@ func (w *Watcher) App(id string) (App, bool) {
 	return a, ok
 }
 
+// private checks that dir is a directory of uid's that no one else can
+// write: anyone who can write there can name a DTD for flyd to follow,
+// or hide the real ones.
+func private(dir string, uid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+		return fmt.Errorf("%s is not this user's (owner uid %d)", dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s can be written by others (mode %v): run chmod go-w on it", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
 func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 	tick := time.NewTicker(w.cfg.Rescan)
 	defer tick.Stop()
 	defer w.stopAll()
 	w.scan(ctx)
+	var later <-chan time.Time // a scan the directory's changes asked for
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-fw.Events:
+			if later == nil {
+				later = time.After(scanGap)
+			}
+			continue
 		case err := <-fw.Errors:
 			w.cfg.Log.Debug("dtd directory watch", "error", err)
+			continue
+		case <-later:
 		case <-tick.C:
 		case <-w.rescan:
 		}
+		later = nil
 		w.scan(ctx)
 	}
+}
+
+// candidates lists the names in the directory that can be DTD files:
+// a pid of a live process of the user's, at most maxFiles of them, read
+// past any number of other names (at most maxNames in all).
+func (w *Watcher) candidates() []string {
+	if err := private(w.cfg.Dir, w.uid); err != nil {
+		w.cfg.Log.Warn("dtd directory refused", "error", err)
+		return nil
+	}
+	d, err := os.Open(w.cfg.Dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	var out []string
+	for listed := 0; len(out) < maxFiles && listed < maxNames; {
+		names, err := d.Readdirnames(1024)
+		listed += len(names)
+		for _, name := range names {
+			if pid, err := strconv.Atoi(name); err == nil && pid > 0 && strconv.Itoa(pid) == name && ownedAlive(pid, w.uid) && len(out) < maxFiles {
+				out = append(out, name)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return out
 }
 
 // scan reads every file of the directory and makes the followers match:
@@ -175,15 +242,14 @@ func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 func (w *Watcher) scan(ctx context.Context) {
 	want := map[string]Info{}
 	if root, err := os.OpenRoot(w.cfg.Dir); err == nil {
-		entries, _ := os.ReadDir(w.cfg.Dir)
-		for _, e := range entries[:min(len(entries), maxFiles)] {
-			in, err := Read(root, e.Name(), w.uid)
+		for _, name := range w.candidates() {
+			in, err := Read(root, name, w.uid)
 			if err != nil {
-				w.cfg.Log.Debug("dtd file ignored", "file", e.Name(), "error", err)
+				w.cfg.Log.Debug("dtd file ignored", "file", name, "error", err)
 				continue
 			}
 			if _, ok := w.cfg.Served(in.WorkspaceRoot); ok {
-				want[e.Name()] = in
+				want[name] = in
 			}
 		}
 		root.Close()
