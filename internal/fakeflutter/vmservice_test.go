@@ -54,20 +54,17 @@ func (q *eventQueue) next(t *testing.T, stream string) vmservice.Event {
 			return e
 		}
 	}
-	timeout := time.After(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for {
-		select {
-		case e, ok := <-q.c.Events():
-			if !ok {
-				t.Fatalf("the VM service connection ended waiting for a %s event: %v", stream, q.c.Err())
-			}
-			if e.StreamID == stream {
-				return e
-			}
-			q.pending = append(q.pending, e)
-		case <-timeout:
-			t.Fatalf("no %s event within 10s", stream)
+		e, ok := q.c.Next(ctx)
+		if !ok {
+			t.Fatalf("no %s event within 10s (the connection: %v)", stream, q.c.Err())
 		}
+		if e.StreamID == stream {
+			return e
+		}
+		q.pending = append(q.pending, e)
 	}
 }
 
