@@ -266,6 +266,15 @@ func (t wsTransport) Connect(context.Context) (mcp.Connection, error) { return t
 func (s *session) ID() string              { return s.id }
 func (s *session) Handle() string          { return s.handle }
 func (s *session) Transient() bool         { return s.transient }
+
+// ClientKey is what a transient session's client says it is, bounded:
+// the requests of one client without X-Fly-Client are told apart from
+// other clients' by it where nothing better exists (an upstream's
+// request for input in the middle of a call; see daemon/upstream).
+func (s *session) ClientKey() string {
+	name, version := s.client()
+	return name + "/" + version
+}
 func (s *session) Root() string            { return s.root() }
 func (s *session) Env() map[string]string  { return s.env }
 func (s *session) MCP() *mcp.ServerSession { return s.ss.Load() }

@@ -544,6 +544,7 @@ func (in *instance) call(ctx context.Context, s Session, fn func(context.Context
 // how the upstream's requests for input reach it (see mrtr.go).
 type callRec struct {
 	session string
+	owner   string          // see owner
 	ask     askFunc         // nil: ask the session's client directly
 	ctx     context.Context // the call's, which carries the client's request
 }
@@ -562,7 +563,7 @@ func (in *instance) callAsking(ctx context.Context, s Session, ask askFunc, fn f
 	}
 	id := callSeq.Add(1)
 	in.mu.Lock()
-	in.calls[id] = callRec{session: s.ID(), ask: ask, ctx: ctx}
+	in.calls[id] = callRec{session: s.ID(), owner: owner(s), ask: ask, ctx: ctx}
 	in.mu.Unlock()
 	defer func() {
 		in.mu.Lock()
@@ -599,7 +600,7 @@ func (in *instance) caller() (Session, askFunc, context.Context, error) {
 	var rec callRec
 	var newest uint64
 	for id, c := range in.calls {
-		ids[c.session] = true
+		ids[c.owner] = true
 		if id >= newest { // the session's latest call: an earlier one its client gave up on may linger
 			rec, newest = c, id
 		}
@@ -607,8 +608,11 @@ func (in *instance) caller() (Session, askFunc, context.Context, error) {
 	if len(ids) != 1 {
 		return nil, nil, nil, fmt.Errorf("flyd shares %s between sessions and cannot tell which one this request is for (%d have calls in flight)", in.srv.Name, len(ids))
 	}
-	if s := in.users[rec.session]; s != nil && (rec.ask != nil || s.MCP() != nil) {
-		return s, rec.ask, rec.ctx, nil
+	if rec.ask != nil { // a relay's: it asks through the relay, whose client may be between requests
+		return in.users[rec.session], rec.ask, rec.ctx, nil
+	}
+	if s := in.users[rec.session]; s != nil && s.MCP() != nil {
+		return s, nil, rec.ctx, nil
 	}
 	return nil, nil, nil, errors.New("the calling session has gone")
 }

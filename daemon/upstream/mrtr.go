@@ -40,7 +40,7 @@ const askGather = 20 * time.Millisecond
 // relay is a 2026-07-28 client's call in flight upstream.
 type relay struct {
 	state   string // the requestState its client holds
-	session string // its client's session id
+	owner   string // who may go on with it: see owner
 	caps    *mcp.ClientCapabilities
 
 	asks    chan *inputAsk  // the upstream's requests for input
@@ -85,7 +85,7 @@ func (m *Manager) relayed(ctx context.Context, in *instance, s Session, req Clie
 		m.relays.mu.Lock()
 		r = m.relays.m[x.state]
 		m.relays.mu.Unlock()
-		if r == nil || r.session != s.ID() {
+		if r == nil || r.owner != owner(s) {
 			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is unknown or has expired: make the request again without it"}
 		}
 		r.answer(x.responses)
@@ -105,11 +105,30 @@ func (m *Manager) relayed(ctx context.Context, in *instance, s Session, req Clie
 	return cleanResult(res), p, err
 }
 
+// owner is who s counts as for a relay and for an upstream's request for
+// input: s itself, or, when s is a session of one request (a 2026-07-28
+// client over HTTP that sends no X-Fly-Client, whose retry is another
+// such session), the client it says it is. A relay goes on only for a
+// request of its owner that holds its requestState (130 random bits
+// given to that client alone); an upstream of the handshake era cannot
+// say which call its request for input belongs to, so it goes to the
+// newest call of the one owner with calls in flight, as it would for a
+// session's.
+func owner(s Session) string {
+	if t, ok := s.(interface {
+		Transient() bool
+		ClientKey() string
+	}); ok && t.Transient() {
+		return "client " + t.ClientKey()
+	}
+	return "session " + s.ID()
+}
+
 // startRelay starts the upstream call of a new relay; nil when the table
 // is full.
 func (m *Manager) startRelay(in *instance, s Session, req ClientRequest, done func(), send func(context.Context, *mcp.ClientSession) (mcp.Result, error)) *relay {
 	ctx, stop := context.WithCancel(context.Background())
-	r := &relay{state: relayPrefix + rand.Text(), session: s.ID(), caps: req.ClientCapabilities(), asks: make(chan *inputAsk, 8), outcome: make(chan callResult, 1),
+	r := &relay{state: relayPrefix + rand.Text(), owner: owner(s), caps: req.ClientCapabilities(), asks: make(chan *inputAsk, 8), outcome: make(chan callResult, 1),
 		gone: make(chan struct{}), stop: stop, open: map[string]*inputAsk{}}
 	m.relays.mu.Lock()
 	if m.relays.m == nil {
