@@ -423,4 +423,18 @@ func TestHostileVMService(t *testing.T) {
 		stop(rb)
 	})
 	report("all cases")
+
+	// flyd stops on SIGTERM while an app floods it: its follower stops at
+	// once, whatever is queued (it was still alive 4.5 minutes later).
+	vm := startHostileVM(t, "127.0.0.1:0", 11)
+	attach(vm)
+	vm.setFlood(vmEvent("Stdout", `"kind":"WriteEvent","bytes":"`+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("\n"), 2_900_000))+`"`))
+	waitFloods(vm, 5)
+	start := time.Now()
+	flyd.Stop(t)
+	t.Logf("flyd stopped on SIGTERM during a flood in %s", time.Since(start).Round(time.Millisecond))
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("flyd took %s to stop on SIGTERM during a flood, want seconds", d)
+	}
+	vm.setFlood(nil)
 }
