@@ -269,6 +269,16 @@ func TestHostileVMService(t *testing.T) {
 		}
 		return time.Since(start)
 	}
+	// stopFlooded stops a run whose app floods flyd: in seconds, not the
+	// minutes a follower draining its queue took.
+	stopFlooded := func(run runOut) {
+		t.Helper()
+		if d := stop(run); d > 15*time.Second {
+			t.Errorf("flutter_stop of a flooding app took %s, want seconds", d)
+		} else {
+			t.Logf("flutter_stop while flooded took %s", d.Round(time.Millisecond))
+		}
+	}
 	// waitFloods waits until the hostile VM has sent n more frames than
 	// now: what flyd then holds is what it held through them.
 	waitFloods := func(vm *hostileVM, n int64) {
@@ -285,11 +295,7 @@ func TestHostileVMService(t *testing.T) {
 		waitFloods(vm, 40)
 		stillAnswers("an app floods flyd with huge errors")
 		report("40 Flutter.Error events of 3.9 MB of {} nodes")
-		if d := stop(run); d > 15*time.Second {
-			t.Errorf("flutter_stop of a flooding app took %s, want seconds", d)
-		} else {
-			t.Logf("flutter_stop while flooded took %s", d.Round(time.Millisecond))
-		}
+		stopFlooded(run)
 		vm.setFlood(nil)
 
 		// Frames over the read limit end each connection before the app
@@ -314,11 +320,7 @@ func TestHostileVMService(t *testing.T) {
 		waitFloods(vm, 40)
 		stillAnswers("an app floods flyd with newlines")
 		report("40 writes of 2.9 MB of newlines")
-		if d := stop(run); d > 15*time.Second {
-			t.Errorf("flutter_stop of a flooding app took %s, want seconds", d)
-		} else {
-			t.Logf("flutter_stop while flooded took %s", d.Round(time.Millisecond))
-		}
+		stopFlooded(run)
 		vm.setFlood(nil)
 		res := callTool(t, cs, "logs_read", map[string]any{"run_id": run.RunID}, nil)
 		if !strings.Contains(toolText(res), "lines of the app's output were dropped") {
