@@ -280,11 +280,22 @@ func TestHostileVMService(t *testing.T) {
 		}
 	}
 	// waitFloods waits until the hostile VM has sent n more frames than
-	// now: what flyd then holds is what it held through them.
+	// now: what flyd then holds is what it held through them. A loaded
+	// machine (the race detector, the suite beside it) writes megabyte
+	// frames slowly, so it waits up to three minutes.
 	waitFloods := func(vm *hostileVM, n int64) {
 		t.Helper()
 		target := vm.floods.Load() + n
-		flytest.Eventually(t, fmt.Sprintf("%d frames flooded", n), func() bool { return vm.floods.Load() >= target })
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(3 * time.Minute)
+		for vm.floods.Load() < target {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("%d frames flooded: not within three minutes", n)
+			}
+		}
 	}
 
 	t.Run("huge errors", func(t *testing.T) {
@@ -292,9 +303,9 @@ func TestHostileVMService(t *testing.T) {
 		run := attach(vm)
 		nodes := `{"type":"ErrorSummary","description":"boom"},` + strings.Repeat(`{},`, 1_300_000) + `{}` // 3.9 MB of {} nodes, under the read limit
 		vm.setFlood(vmEvent("Extension", `"kind":"Extension","extensionKind":"Flutter.Error","timestamp":1,"extensionData":{"properties":[`+nodes+`]}`))
-		waitFloods(vm, 40)
+		waitFloods(vm, 16) // 62 MB: eight times what may wait to be read
 		stillAnswers("an app floods flyd with huge errors")
-		report("40 Flutter.Error events of 3.9 MB of {} nodes")
+		report("16 Flutter.Error events of 3.9 MB of {} nodes")
 		stopFlooded(run)
 		vm.setFlood(nil)
 
@@ -317,9 +328,9 @@ func TestHostileVMService(t *testing.T) {
 		vm := startHostileVM(t, "127.0.0.1:0", 2)
 		run := attach(vm)
 		vm.setFlood(vmEvent("Stdout", `"kind":"WriteEvent","bytes":"`+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("\n"), 2_900_000))+`"`))
-		waitFloods(vm, 40)
+		waitFloods(vm, 16) // 46 million lines
 		stillAnswers("an app floods flyd with newlines")
-		report("40 writes of 2.9 MB of newlines")
+		report("16 writes of 2.9 MB of newlines")
 		stopFlooded(run)
 		vm.setFlood(nil)
 		res := callTool(t, cs, "logs_read", map[string]any{"run_id": run.RunID}, nil)

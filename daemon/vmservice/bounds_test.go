@@ -163,7 +163,8 @@ func TestPeek(t *testing.T) {
 }
 
 // FuzzPeek: on any message encoding/json decodes, peek finds the same
-// id and method; on any other input it does not panic.
+// method, and the same id when there is no method (an answer); on any
+// other input it does not panic.
 func FuzzPeek(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":"1","result":{"x":"}"}}`)
 	f.Add(`{"method":"streamNotify","params":{"event":{"kind":"\\\""}}}`)
@@ -176,7 +177,7 @@ func FuzzPeek(f *testing.F) {
 		if json.Unmarshal([]byte(s), &m) != nil {
 			return
 		}
-		if len(m.ID) <= maxPeekValue && scalar(m.ID) != id {
+		if len(m.ID) <= maxPeekValue && method == "" && scalar(m.ID) != id { // with a method, the id is not read
 			t.Errorf("peek(%q) id = %q, want %q", s, id, scalar(m.ID))
 		}
 		if len(m.Method) <= maxPeekValue && scalar(m.Method) != method {

@@ -14,7 +14,8 @@ const maxPeekValue = 128
 // rest, whatever its depth or size: an answer that no decoder takes (one
 // nested deeper than encoding/json's 10,000 levels, say) still reaches
 // its call as an error, and a notification over the rate is dropped
-// before it is decoded. A string id is returned unquoted, a number as it
+// before it is decoded. It stops at the method: a notification's params
+// (the VM writes them after it) are not read at all. A string id is returned unquoted, a number as it
 // is written; "" when the message has none, or is not a JSON object.
 func peek(data []byte) (id, method string) {
 	jsonscan.Members(data, func(key, value []byte) bool {
@@ -26,7 +27,7 @@ func peek(data []byte) (id, method string) {
 				method = scalar(value)
 			}
 		}
-		return true
+		return method == "" // a request or notification: its id is not needed, nor the rest read
 	})
 	return id, method
 }
