@@ -11,12 +11,17 @@ import (
 	"time"
 )
 
-// sync waits until every frame sent before it has been read: the peer
-// answers calls in order with the frames it was told to push.
-func (f *fakeVM) sync(t *testing.T, c *Conn) {
+// waitSeen waits until the connection has taken n events, queued or
+// dropped: the fake writes frames on a goroutine of its own, so an
+// answer to a later call may overtake them.
+func waitSeen(t *testing.T, c *Conn, n int) {
 	t.Helper()
-	if err := c.Call(t.Context(), "getVersion", nil, nil); err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(30 * time.Second)
+	for int64(c.Queued())+c.Dropped() < int64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the connection took %d queued and %d dropped events, want %d", c.Queued(), c.Dropped(), n)
+		}
+		time.Sleep(time.Millisecond) // the interval of looking at the observable count
 	}
 }
 
@@ -32,7 +37,7 @@ func TestQueueBoundedInBytes(t *testing.T) {
 	}
 	vm.frames <- event("Extension", "Extension", `,"extensionKind":"Flutter.Error","extensionData":{"x":"`+strings.Repeat("b", 300<<10)+`"}`)
 	vm.frames <- event("Stdout", "WriteEvent", `,"bytes":"`+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("\n"), 1<<20))+`"`)
-	vm.sync(t, c)
+	waitSeen(t, c, 22)
 	c.mu.Lock()
 	queued, n := c.queued, len(c.queue)
 	c.mu.Unlock()
@@ -60,7 +65,7 @@ func TestNextStopsAtOnce(t *testing.T) {
 	for range 100 {
 		vm.frames <- event("Stdout", "WriteEvent", `,"bytes":"aGk="`)
 	}
-	vm.sync(t, c)
+	waitSeen(t, c, 100)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, ok := c.Next(ctx); ok {
@@ -84,15 +89,15 @@ func TestLargeAnswers(t *testing.T) {
 	release := make(chan struct{})
 	vm := newFakeVM(t, func(method string, _ json.RawMessage) (any, *Error) {
 		switch method {
-		case "shot":
-			return map[string]any{"screenshot": big}, nil
+		case "shot": // an event as large comes first, while the call raised the limit
+			return preceded{[][]byte{event("Extension", "Extension", `,"extensionKind":"Flutter.Error","extensionData":{"x":"`+big+`"}`)},
+				map[string]any{"screenshot": big}}, nil
 		case "slow":
 			<-release
 		}
 		return map[string]any{}, nil
 	})
 	c := dial(t, vm.uri(), Options{MaxMessage: 1 << 20, BytesPerSecond: 1 << 30})
-	vm.frames <- event("Extension", "Extension", `,"extensionKind":"Flutter.Error","extensionData":{"x":"`+big+`"}`)
 	var res struct{ Screenshot string }
 	if err := c.CallLarge(t.Context(), "shot", nil, &res, 8<<20); err != nil || len(res.Screenshot) != len(big) {
 		t.Fatalf("CallLarge = %d bytes, %v; want the whole answer", len(res.Screenshot), err)

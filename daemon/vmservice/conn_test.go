@@ -63,6 +63,14 @@ func newFakeVM(t *testing.T, answer func(string, json.RawMessage) (any, *Error))
 				continue
 			}
 			res, rerr := f.answer(req.Method, req.Params)
+			if p, ok := res.(preceded); ok { // its frames go first, while the call waits
+				for _, fr := range p.frames {
+					if c.Write(ctx, websocket.MessageText, fr) != nil {
+						return
+					}
+				}
+				res = p.result
+			}
 			msg := map[string]any{"jsonrpc": "2.0", "id": req.ID}
 			if rerr != nil {
 				msg["error"] = rerr
@@ -84,6 +92,13 @@ func newFakeVM(t *testing.T, answer func(string, json.RawMessage) (any, *Error))
 
 // unchecked is a result the fake sends without encoding it.
 type unchecked string
+
+// preceded is a result the fake sends after frames of its own, while the
+// call still waits for it.
+type preceded struct {
+	frames [][]byte
+	result any
+}
 
 func (f *fakeVM) uri() string {
 	return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/AbCdEf12345=/ws"
