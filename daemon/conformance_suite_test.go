@@ -115,8 +115,36 @@ func runSuite(t *testing.T, dir, url string, r suiteRun) {
 	log, err := cmd.CombinedOutput()
 	t.Logf("conformance suite %s %v:\n%s", r.pkg, r.args, log)
 	if err != nil {
+		logFailedChecks(t, out)
 		t.Fatalf("the conformance suite failed: %v", err)
 	}
+}
+
+// logFailedChecks logs why each failed check of the suite's results in
+// out failed: the suite prints only which scenarios failed, and its
+// results go with the test's temporary directory.
+func logFailedChecks(t *testing.T, out string) {
+	_ = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "checks.json" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		var checks []struct {
+			ID           string `json:"id"`
+			Status       string `json:"status"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		_ = json.Unmarshal(b, &checks)
+		for _, c := range checks {
+			if c.Status == "FAILURE" {
+				t.Logf("%s: %s: %s", filepath.Base(filepath.Dir(path)), c.ID, c.ErrorMessage)
+			}
+		}
+		return nil
+	})
 }
 
 // TestConformanceFixtures runs the scenarios that call the suite's own
