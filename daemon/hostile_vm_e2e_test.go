@@ -172,7 +172,7 @@ func (v *hostileVM) serve(w http.ResponseWriter, r *http.Request) {
 		if a, ok := v.answers.Load(req.Method); ok {
 			raw = a.(string)
 		}
-		if write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,` + raw + `}`)) != nil {
+		if write([]byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,`+raw+`}`)) != nil {
 			return
 		}
 		if req.Method == "streamListen" && req.Params.StreamID == "Service" {

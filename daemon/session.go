@@ -263,9 +263,9 @@ func (t wsTransport) Connect(context.Context) (mcp.Connection, error) { return t
 // The methods below make a session an upstream.Session: upstreams
 // notify, sample and elicit through them.
 
-func (s *session) ID() string              { return s.id }
-func (s *session) Handle() string          { return s.handle }
-func (s *session) Transient() bool         { return s.transient }
+func (s *session) ID() string      { return s.id }
+func (s *session) Handle() string  { return s.handle }
+func (s *session) Transient() bool { return s.transient }
 
 // ClientKey is what a transient session's client says it is, bounded:
 // the requests of one client without X-Fly-Client are told apart from

@@ -39,9 +39,9 @@ const askGather = 20 * time.Millisecond
 
 // relay is a 2026-07-28 client's call in flight upstream.
 type relay struct {
-	state   string // the requestState its client holds
-	owner   string // who may go on with it: see owner
-	caps    *mcp.ClientCapabilities
+	state string // the requestState its client holds
+	owner string // who may go on with it: see owner
+	caps  *mcp.ClientCapabilities
 
 	asks    chan *inputAsk  // the upstream's requests for input
 	outcome chan callResult // the upstream call's end; buffered
