@@ -463,7 +463,6 @@ func (r *runner) appAlone() {
 		r.dtd.close()
 		r.dtd = nil
 	}
-	r.vm.detached()
 }
 
 // interrupt stops a read in progress on stdin and reports whether the
@@ -695,6 +694,7 @@ func (r *runner) dispatch(method string, args map[string]any) (result any, err d
 			// app alone); without a VM service there is nothing left to
 			// model, so the fake exits.
 			r.detachedApp = true
+			r.vm.detached() // its services go before it answers, so none is left to a client that heard the answer
 			return true, "", false
 		}
 		return true, "", true
