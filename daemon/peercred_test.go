@@ -47,26 +47,24 @@ func runHelper(mode string) int {
 		return fakeupstream.Main(os.Getenv)
 	case "upstream-child":
 		return fakeupstream.Child()
+	case "hostile-vm":
+		return runHostileVM()
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
 	return 2
 }
 
-// TestPeerCredRefused connects as another uid: flyd must drop the
-// connection before any HTTP is spoken, and log the refusal. Only root
-// can run a process as another user, so this runs where the tests run as
-// root (as in CI); the socket directory check keeps other users out in
-// practice anyway.
-func TestPeerCredRefused(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to connect as another uid")
-	}
+// helperForOthers is a copy of the test binary that another user can
+// run (the build's own lies in a directory of root's), in a directory
+// open to everyone; the cleanup removes both.
+func helperForOthers(t *testing.T) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "flypeer")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	// Open to everyone, so that only the peer check stands in the way.
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Open to everyone, so that only the check under test stands in the way.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +80,20 @@ func TestPeerCredRefused(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return exe
+}
+
+// TestPeerCredRefused connects as another uid: flyd must drop the
+// connection before any HTTP is spoken, and log the refusal. Only root
+// can run a process as another user, so this runs where the tests run as
+// root (as in CI); the socket directory check keeps other users out in
+// practice anyway.
+func TestPeerCredRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to connect as another uid")
+	}
+	exe := helperForOthers(t)
+	dir := filepath.Dir(exe)
 	sock := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
