@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // info is a DTD file's content naming pid.
@@ -96,5 +97,46 @@ func TestCandidatesReadPastJunk(t *testing.T) {
 	}
 	if !found || len(got) > maxFiles {
 		t.Errorf("candidates among 10,000 junk names = %d names, found the real one %v; want it, at most %d", len(got), found, maxFiles)
+	}
+}
+
+// TestChangesCostTheirName: a file touched or rewritten in a loop, among
+// thousands of junk names, costs a read of that file per change, never
+// a scan of the directory; a DTD file written meanwhile is still found.
+func TestChangesCostTheirName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dtd")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		if err := os.WriteFile(filepath.Join(dir, "junk"+strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := make(chan struct{}, 1)
+	w, err := Start(Config{Dir: dir, Rescan: time.Hour, Served: func(root string) (string, bool) {
+		select {
+		case found <- struct{}{}:
+		default:
+		}
+		return root, false // nothing to follow: no DTD to dial
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 500 {
+		if err := os.WriteFile(filepath.Join(dir, "junk0"), []byte(strconv.Itoa(i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, dir, strconv.Itoa(os.Getpid()), info(os.Getpid()))
+	select {
+	case <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the DTD file written among the changes was never read")
+	}
+	if n := w.scans.Load(); n > 2 {
+		t.Errorf("500 changes to one junk file made %d scans of the directory, want the first only", n)
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,9 +56,7 @@ const (
 	maxFiles = 256     // DTD files read per scan: names of live processes of the user's
 	maxNames = 100_000 // names listed per scan, whatever they are
 	maxApps  = 64      // apps kept per DTD
-	// scanGap is the least time between two scans that changes in the
-	// directory ask for: a file touched in a loop costs a scan a gap.
-	scanGap = 250 * time.Millisecond
+
 )
 
 // Watcher follows the DTD directory and the DTDs of served workspaces.
@@ -67,6 +67,8 @@ type Watcher struct {
 	rescan chan struct{}
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+
+	scans atomic.Int64 // full scans of the directory, for tests
 
 	mu      sync.Mutex
 	dtds    map[string]*follower // by file name
@@ -186,25 +188,23 @@ func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 	defer tick.Stop()
 	defer w.stopAll()
 	w.scan(ctx)
-	var later <-chan time.Time // a scan the directory's changes asked for
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-fw.Events:
-			if later == nil {
-				later = time.After(scanGap)
+		case e := <-fw.Events:
+			// One change costs the one name it names: a file touched in a
+			// loop, or thousands of names written, never a scan apiece.
+			if e.Op&(fsnotify.Create|fsnotify.Write|fsnotify.Remove|fsnotify.Rename) != 0 {
+				w.scanOne(ctx, filepath.Base(e.Name))
 			}
-			continue
 		case err := <-fw.Errors:
 			w.cfg.Log.Debug("dtd directory watch", "error", err)
-			continue
-		case <-later:
 		case <-tick.C:
+			w.scan(ctx)
 		case <-w.rescan:
+			w.scan(ctx)
 		}
-		later = nil
-		w.scan(ctx)
 	}
 }
 
@@ -240,23 +240,54 @@ func (w *Watcher) candidates() []string {
 // scan reads every file of the directory and makes the followers match:
 // one per accepted file, none for the others.
 func (w *Watcher) scan(ctx context.Context) {
+	w.scans.Add(1)
 	want := map[string]Info{}
 	if root, err := os.OpenRoot(w.cfg.Dir); err == nil {
 		for _, name := range w.candidates() {
-			in, err := Read(root, name, w.uid)
-			if err != nil {
-				w.cfg.Log.Debug("dtd file ignored", "file", name, "error", err)
-				continue
-			}
-			if _, ok := w.cfg.Served(in.WorkspaceRoot); ok {
+			if in, ok := w.read(root, name); ok {
 				want[name] = in
 			}
 		}
 		root.Close()
 	}
+	w.reconcile(ctx, want, func(string) bool { return true })
+}
+
+// scanOne makes the follower of the file name match it, whatever the
+// other files: a change fsnotify told of.
+func (w *Watcher) scanOne(ctx context.Context, name string) {
+	want := map[string]Info{}
+	if pid, err := strconv.Atoi(name); err == nil && strconv.Itoa(pid) == name && pid > 0 && ownedAlive(pid, w.uid) {
+		if root, err := os.OpenRoot(w.cfg.Dir); err == nil {
+			if in, ok := w.read(root, name); ok {
+				want[name] = in
+			}
+			root.Close()
+		}
+	}
+	w.reconcile(ctx, want, func(n string) bool { return n == name })
+}
+
+// read is the file name as a DTD's of a served workspace.
+func (w *Watcher) read(root *os.Root, name string) (Info, bool) {
+	in, err := Read(root, name, w.uid)
+	if err != nil {
+		w.cfg.Log.Debug("dtd file ignored", "file", name, "error", err)
+		return Info{}, false
+	}
+	_, ok := w.cfg.Served(in.WorkspaceRoot)
+	return in, ok
+}
+
+// reconcile makes the followers of the names covered match want: one per
+// wanted file, none for the others.
+func (w *Watcher) reconcile(ctx context.Context, want map[string]Info, covered func(name string) bool) {
 	w.mu.Lock()
 	var stale []*follower
 	for name, f := range w.dtds {
+		if !covered(name) {
+			continue
+		}
 		if in, ok := want[name]; !ok || in != f.info {
 			stale = append(stale, f)
 			delete(w.dtds, name)
@@ -273,7 +304,7 @@ func (w *Watcher) scan(ctx context.Context) {
 		return
 	}
 	for name, in := range want {
-		if _, ok := w.dtds[name]; ok {
+		if _, ok := w.dtds[name]; ok || len(w.dtds) >= maxFiles {
 			continue
 		}
 		fctx, cancel := context.WithCancel(ctx)
