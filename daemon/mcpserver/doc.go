@@ -3,8 +3,14 @@
 // flyd offers, URI resolution inside a workspace's root, the log
 // resources, the search tools, and the registration of the upstreams'
 // tools, prompts and resources beside flyd's own. A newcomer finds every
-// tool in tools.go and search.go, one method each, all registered in
-// addTools; every prompt in prompts.go, registered in addPrompts.
+// tool listed, with its tags, in catalog.go (addTools registers them all),
+// and each tool as one method of tools, in the file of its job: tools.go
+// (run, build, devices, doctor, create, the runs list, logs), runtools.go
+// (reload, restart, stop, claim, attach), errors.go, inspect.go,
+// search.go (find, grep), and merged.go (the tools that choose among
+// others by a field, and files_read). Every prompt is in prompts.go,
+// registered in addPrompts; the resources and templates are registered in
+// server.go and read in resources.go.
 //
 // It owns the one mcp.Server that every session connects to, its
 // middleware (request logging, panics turned into errors, per-session

@@ -18,7 +18,7 @@ const (
 	kardianos = "github.com/kardianos/service"
 )
 
-// rules is STYLE.md's dependency table: what each package must not
+// rules is docs/STYLE.md's dependency table: what each package must not
 // import, directly or through others. A path forbids its subpackages
 // too, unless it starts with "=", which forbids that package only (the
 // daemon's parts must not import the daemon, but may use each other).
@@ -116,7 +116,7 @@ func TestDependencyDirection(t *testing.T) {
 				}
 				// A package may import its own subpackages.
 				if hit && !under(dep, r.pkg) {
-					t.Errorf("%s depends on %s: STYLE.md forbids %s there", r.pkg, dep, f)
+					t.Errorf("%s depends on %s: docs/STYLE.md forbids %s there", r.pkg, dep, f)
 				}
 			}
 		}
