@@ -369,7 +369,7 @@ func configuredListen(getenv func(string) string) (string, error) {
 		if errors.As(err, &ae) {
 			return "", fmt.Errorf("config mcp --http: ask flyd where it listens: %w", err)
 		}
-		return flydDefaultListen, nil // no flyd to ask
+		return wire.DefaultListen, nil // no flyd to ask
 	}
 	switch {
 	case st.HTTPWanted != "":
@@ -382,10 +382,6 @@ func configuredListen(getenv func(string) string) (string, error) {
 	}
 	return st.HTTP, nil
 }
-
-// flydDefaultListen is flyd's default loopback address, used when no
-// flyd is running.
-const flydDefaultListen = "127.0.0.1:7717"
 
 // flutterEnvNames are the variables a generated editor config pins for
 // flutter, for editors that start servers with a bare environment.

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // DefaultListen is the loopback address flyd listens on by default.
-const DefaultListen = "127.0.0.1:7717"
+const DefaultListen = wire.DefaultListen
 
 // CheckListen reports whether addr is an address flyd may listen on: a
 // loopback one.

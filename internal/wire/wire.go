@@ -15,6 +15,11 @@ import (
 // -ldflags "-X github.com/fly-dev/fly/internal/wire.Version=v1.2.3".
 var Version = "0.1.0-dev"
 
+// DefaultListen is the loopback address flyd listens on for HTTP clients
+// and the dashboard unless told otherwise (flyd run --listen), which
+// flyctl names in an editor's config when no flyd runs to ask.
+const DefaultListen = "127.0.0.1:7717"
+
 // Protocol is the number of the flyd HTTP/WebSocket protocol. It changes
 // only when a change would break an older shim or flyctl.
 const Protocol = 1
