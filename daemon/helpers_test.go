@@ -15,8 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,11 +71,11 @@ func newNotes() *notes {
 // modernNotes are the notes of a client of protocol 2026-07-28.
 func modernNotes() *notes {
 	n := newNotes()
-	n.version = mcpserver.Modern
+	n.version = wire.SessionlessRevision
 	return n
 }
 
-func (n *notes) modern() bool { return mcpserver.IsModern(n.version) }
+func (n *notes) modern() bool { return wire.IsSessionless(n.version) }
 
 // stamped counts a notification of a 2026-07-28 session that lacks the
 // id of the listen stream it belongs to.
@@ -215,7 +215,7 @@ func connectClient(t testing.TB, name string, tr mcp.Transport, n *notes) *mcp.C
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
 	}
-	if got := cs.InitializeResult().ProtocolVersion; n.modern() != mcpserver.IsModern(got) {
+	if got := cs.InitializeResult().ProtocolVersion; n.modern() != wire.IsSessionless(got) {
 		t.Fatalf("connect %s asking for %s: got %s", name, n.version, got)
 	}
 	if n.modern() {

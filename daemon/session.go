@@ -134,7 +134,7 @@ func (s *session) modern() bool {
 	}
 	if ss := s.ss.Load(); ss != nil {
 		if p := ss.InitializeParams(); p != nil {
-			return mcpserver.IsModern(p.ProtocolVersion)
+			return wire.IsSessionless(p.ProtocolVersion)
 		}
 	}
 	return false

@@ -177,7 +177,7 @@ func (s *Server) statelessSession(r *http.Request, client *mcp.Implementation) (
 		s.log.Debug("session started", logSession, sess.id, "workspace", sess.root(), "via", "http, 2026-07-28, one request", "peer_pid", pr.PID)
 		return h, 0, nil
 	}
-	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "via", "http, 2026-07-28", "peer_pid", pr.PID)
+	s.log.Info("session started", logSession, sess.id, "workspace", sess.root(), "via", "http, "+wire.SessionlessRevision, "peer_pid", pr.PID)
 	return h, 0, nil
 }
 

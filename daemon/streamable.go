@@ -170,7 +170,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		if mcpconn.IsModern(r.Header.Get(mcpconn.ProtocolHeader)) {
+		if wire.IsSessionless(r.Header.Get(mcpconn.ProtocolHeader)) {
 			http.Error(w, "Method Not Allowed: MCP 2026-07-28 has POST only (notifications come on a subscriptions/listen POST)", http.StatusMethodNotAllowed)
 			return
 		}

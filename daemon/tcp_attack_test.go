@@ -19,7 +19,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/daemon/mcpconn"
-	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -190,7 +189,7 @@ func TestHugeClientNamesBounded(t *testing.T) {
 	var sessions []*mcp.ClientSession
 	// One client of each era: the 2026-07-28 one says what it is in
 	// every request.
-	for i, version := range []string{legacyVersion, mcpserver.Modern} {
+	for i, version := range []string{legacyVersion, wire.SessionlessRevision} {
 		c := mcp.NewClient(&mcp.Implementation{Name: huge, Version: huge[:50_000], Title: huge[:50_000]},
 			&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{

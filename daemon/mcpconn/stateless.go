@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -18,12 +19,6 @@ import (
 // session is involved: no initialize and no Mcp-Session-Id; each POST is
 // one request carrying its protocol version, client and capabilities in
 // _meta, with headers that must agree.
-
-// Modern is the first protocol version of the sessionless era.
-const Modern = "2026-07-28"
-
-// IsModern reports whether version is of the sessionless era.
-func IsModern(version string) bool { return version >= Modern }
 
 // ProtocolHeader is the HTTP header with a request's protocol version.
 const ProtocolHeader = "Mcp-Protocol-Version"
@@ -60,7 +55,7 @@ var removedMethods = map[string]bool{"initialize": true, "ping": true, "logging/
 // sessionless era: its header says so, or its one message's _meta does
 // (then a missing header is an error ParseStateless reports).
 func IsStateless(r *http.Request, body []byte) bool {
-	if IsModern(r.Header.Get(ProtocolHeader)) {
+	if wire.IsSessionless(r.Header.Get(ProtocolHeader)) {
 		return true
 	}
 	msg, err := jsonrpc.DecodeMessage(body)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -190,7 +191,7 @@ func modernRequest(req mcp.Request) bool {
 		return false
 	}
 	p := ss.InitializeParams()
-	return p != nil && IsModern(p.ProtocolVersion)
+	return p != nil && wire.IsSessionless(p.ProtocolVersion)
 }
 
 // Values marked "complete" by the SDK's own decoder.

@@ -234,12 +234,6 @@ Project: fly://project/overview and fly://project/modules (markdown), fly://modu
 // _meta, notifications on subscriptions/listen streams).
 func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
 
-// Modern is the first protocol version without the initialize handshake.
-const Modern = mcpconn.Modern
-
-// IsModern reports whether version is of the sessionless era.
-func IsModern(version string) bool { return mcpconn.IsModern(version) }
-
 func (s *Server) fixedResources() []*mcp.Resource {
 	return []*mcp.Resource{
 		{URI: uriOverview, Name: "project-overview", Title: "Project overview", MIMEType: "text/markdown",

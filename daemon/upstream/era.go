@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,18 +42,12 @@ import (
 // flyd with the workspace root in either case: it asks outside any call,
 // and what it is told holds for every session that shares it.
 
-// modernVersion is the first revision of the stateless era.
-const modernVersion = "2026-07-28"
-
-// isModern reports whether version is of the stateless era.
-func isModern(version string) bool { return version >= modernVersion }
-
 // legacyVersion is the newest revision of the handshake era: what an
 // upstream that does not answer server/discover is spoken to in.
 func legacyVersion() string {
 	v := ""
 	for _, p := range mcp.SupportedProtocolVersions() {
-		if !isModern(p) && p > v {
+		if !wire.IsSessionless(p) && p > v {
 			v = p
 		}
 	}
@@ -69,7 +64,7 @@ func (in *instance) offer() string {
 	case in.legacy:
 		return legacyVersion()
 	}
-	return modernVersion
+	return wire.SessionlessRevision
 }
 
 // errRetryLegacy ends a start at 2026-07-28 that failed before the
@@ -79,7 +74,7 @@ var errRetryLegacy = errors.New("no answer to server/discover: trying the handsh
 // modernConn reports whether cs speaks the stateless era.
 func modernConn(cs *mcp.ClientSession) bool {
 	r := cs.InitializeResult()
-	return r != nil && isModern(r.ProtocolVersion)
+	return r != nil && wire.IsSessionless(r.ProtocolVersion)
 }
 
 // ClientRequest is what flyd knows of the client's request that led to
@@ -110,7 +105,7 @@ func requestOf(ctx context.Context) ClientRequest {
 // modernRequest returns the client's request ctx carries when its client
 // speaks 2026-07-28, else nil.
 func modernRequest(ctx context.Context) ClientRequest {
-	if req := requestOf(ctx); req != nil && isModern(req.ProtocolVersion()) {
+	if req := requestOf(ctx); req != nil && wire.IsSessionless(req.ProtocolVersion()) {
 		return req
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,8 +86,8 @@ func TestProtocolVersionsKnown(t *testing.T) {
 	if !slices.Equal(sdk, mcpconfig.ProtocolVersions) {
 		t.Fatalf("mcpconfig.ProtocolVersions = %v, the SDK speaks %v", mcpconfig.ProtocolVersions, sdk)
 	}
-	if newest := sdk[len(sdk)-1]; newest != modernVersion {
-		t.Errorf("the SDK's newest revision is %s: offer it (modernVersion is %s)", newest, modernVersion)
+	if newest := sdk[len(sdk)-1]; newest != wire.SessionlessRevision {
+		t.Errorf("the SDK's newest revision is %s: offer it (wire.SessionlessRevision is %s)", newest, wire.SessionlessRevision)
 	}
 	if got := legacyVersion(); got != "2025-11-25" {
 		t.Errorf("legacyVersion() = %s, want 2025-11-25", got)

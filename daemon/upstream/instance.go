@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -288,7 +289,7 @@ func (in *instance) runOnce() error {
 	if err != nil {
 		stopProc(proc)
 		err = in.describe(proc, fmt.Errorf("initialize: %w", err))
-		if isModern(offer) && in.srv.Protocol == "" && in.ctx.Err() == nil {
+		if wire.IsSessionless(offer) && in.srv.Protocol == "" && in.ctx.Err() == nil {
 			// A server of the handshake era answers server/discover with
 			// an error, and the SDK falls back; this one failed instead.
 			// The next start, at once, is in that era: calls waiting for

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // MaxFileBytes bounds a config file: anything larger is refused unread.
@@ -100,7 +102,7 @@ var knownFields = []string{"type", "command", "args", "env", "url", "share", "pr
 
 // ProtocolVersions are the MCP revisions an entry's "protocol" may name:
 // those flyd speaks to upstreams, oldest first.
-var ProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+var ProtocolVersions = wire.MCPRevisions
 
 func (s Server) MarshalJSON() ([]byte, error) {
 	type plain Server

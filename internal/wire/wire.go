@@ -15,6 +15,19 @@ import (
 // -ldflags "-X github.com/fly-dev/fly/internal/wire.Version=v1.2.3".
 var Version = "0.1.0-dev"
 
+// MCPRevisions are the MCP revisions flyd knows, oldest first: those it
+// serves and those an upstream's "protocol" may pin.
+var MCPRevisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", SessionlessRevision}
+
+// SessionlessRevision is the first MCP revision without the initialize
+// handshake and its session: each request says its revision and client
+// in its _meta, and notifications come on subscriptions/listen streams.
+const SessionlessRevision = "2026-07-28"
+
+// IsSessionless reports whether an MCP revision is SessionlessRevision or
+// later. Revisions are dates, so they order as strings.
+func IsSessionless(revision string) bool { return revision >= SessionlessRevision }
+
 // DefaultListen is the loopback address flyd listens on for HTTP clients
 // and the dashboard unless told otherwise (flyd run --listen), which
 // flyctl names in an editor's config when no flyd runs to ask.
