@@ -120,6 +120,10 @@ func TestVMServiceErrors(t *testing.T) {
 	if !strings.HasPrefix(widget, "Row Row:file:///") || !strings.HasSuffix(widget, "/lib/main.dart:30:12") {
 		t.Errorf("the error-causing widget is %q, want Row Row:file:///…/lib/main.dart:30:12", widget)
 	}
+	// The first frame is posted after the errors, maybe after they came:
+	// once it is here, the history holds it too.
+	for q.next(t, "Extension").ExtensionKind != "Flutter.Frame" {
+	}
 	hist, err := c.StreamHistory(ctx, "Extension")
 	var kinds []string
 	for _, e := range hist {
