@@ -16,12 +16,15 @@ import (
 // answer to a later call may overtake them.
 func waitSeen(t *testing.T, c *Conn, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(time.Millisecond) // how often the count is looked at
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
 	for int64(c.Queued())+c.Dropped() < int64(n) {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline:
 			t.Fatalf("the connection took %d queued and %d dropped events, want %d", c.Queued(), c.Dropped(), n)
 		}
-		time.Sleep(time.Millisecond) // the interval of looking at the observable count
 	}
 }
 
@@ -86,13 +89,14 @@ func TestNextStopsAtOnce(t *testing.T) {
 // and large calls take turns.
 func TestLargeAnswers(t *testing.T) {
 	big := strings.Repeat("p", 2<<20)
-	release := make(chan struct{})
+	release, arrived := make(chan struct{}), make(chan struct{})
 	vm := newFakeVM(t, func(method string, _ json.RawMessage) (any, *Error) {
 		switch method {
 		case "shot": // an event as large comes first, while the call raised the limit
 			return preceded{[][]byte{event("Extension", "Extension", `,"extensionKind":"Flutter.Error","extensionData":{"x":"`+big+`"}`)},
 				map[string]any{"screenshot": big}}, nil
-		case "slow":
+		case "slow": // its caller holds the turn from before it sent this
+			close(arrived)
 			<-release
 		}
 		return map[string]any{}, nil
@@ -108,16 +112,13 @@ func TestLargeAnswers(t *testing.T) {
 
 	slow := make(chan error, 1)
 	go func() { slow <- c.CallLarge(context.Background(), "slow", nil, nil, 8<<20) }() // owned by the test: read below
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow call never reached the peer")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	for len(c.large) == 0 { // the slow call holds the turn
-		select {
-		case <-ctx.Done():
-			t.Fatal("the slow call never took its turn")
-		default:
-			time.Sleep(time.Millisecond) // polls the observable turn
-		}
-	}
 	if err := c.CallLarge(ctx, "shot", nil, nil, 8<<20); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a second large call while one waits = %v, want it to wait its turn", err)
 	}
