@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,26 +44,49 @@ func TestConformanceSuite(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	dir := conformanceDir(t)
 	e := flytest.NewEnv(t)
-	logOnFailure(t, flytest.StartFlyd(t, e))
+	why := startSuiteFlyd(t, e)
 	url := suiteURL(t, e, t.TempDir())
 	for name, r := range map[string]suiteRun{
 		"0.1.16":           {"conformance", []string{"--suite", "active"}, "conformance-baseline.yml"},
 		"0.2.0/2025-11-25": {"conformance-next", []string{"--requirements", "2025-11-25"}, "conformance-baseline-2025-11-25.yml"},
 		"0.2.0/2026-07-28": {"conformance-next", []string{"--requirements", "2026-07-28"}, "conformance-baseline-2026-07-28.yml"},
 	} {
-		t.Run(name, func(t *testing.T) { runSuite(t, dir, url, r) })
+		t.Run(name, func(t *testing.T) { runSuite(t, dir, url, r, why) })
 	}
 }
 
-// logOnFailure adds, if t fails, the stacks of flyd's goroutines to the
-// end of its log, which StartFlyd shows: where flyd is stuck, if it is,
-// while the suite waited.
-func logOnFailure(t *testing.T, f *flytest.Flyd) {
+// suiteFailures keeps why the suite's runs under one flyd failed.
+type suiteFailures struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *suiteFailures) add(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, fmt.Sprintf(format, args...))
+}
+
+// startSuiteFlyd starts e's flyd for the suite. If t fails, its log ends
+// with the stacks of flyd's goroutines (where flyd is stuck, if it is,
+// while the suite waited) and then, once more, why the suite failed: a
+// CI log shows its tail, which the stacks would otherwise fill.
+func startSuiteFlyd(t *testing.T, e *flytest.Env) *suiteFailures {
+	why := &suiteFailures{}
+	t.Cleanup(func() { // runs last: after flyd's log is shown
+		if t.Failed() {
+			why.mu.Lock()
+			defer why.mu.Unlock()
+			t.Logf("the conformance suite failed (flyd's stacks above):\n%s", strings.Join(why.lines, "\n"))
+		}
+	})
+	f := flytest.StartFlyd(t, e)
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.Dump(t)
 		}
 	})
+	return why
 }
 
 // suiteURL serves e's flyd /mcp to the suite: through a reverse proxy
@@ -94,7 +119,7 @@ func suiteURL(t *testing.T, e *flytest.Env, ws string) string {
 // FLY_CONFORMANCE_NO_BASELINE set, every failure shows;
 // FLY_CONFORMANCE_ARGS replaces what to run (say "--scenario caching
 // --verbose"); FLY_CONFORMANCE_OUT keeps the suite's results there.
-func runSuite(t *testing.T, dir, url string, r suiteRun) {
+func runSuite(t *testing.T, dir, url string, r suiteRun, why *suiteFailures) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	what := r.args
@@ -115,15 +140,22 @@ func runSuite(t *testing.T, dir, url string, r suiteRun) {
 	log, err := cmd.CombinedOutput()
 	t.Logf("conformance suite %s %v:\n%s", r.pkg, r.args, log)
 	if err != nil {
-		logFailedChecks(t, out)
+		why.add("%s: the suite exited with %v; its summary:\n%s", t.Name(), err, summary(log))
+		logFailedChecks(t, out, why)
 		t.Fatalf("the conformance suite failed: %v", err)
 	}
+}
+
+// summary is the tail of the suite's output, where it lists what failed.
+func summary(log []byte) string {
+	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
 // logFailedChecks logs why each failed check of the suite's results in
 // out failed: the suite prints only which scenarios failed, and its
 // results go with the test's temporary directory.
-func logFailedChecks(t *testing.T, out string) {
+func logFailedChecks(t *testing.T, out string, why *suiteFailures) {
 	_ = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.Name() != "checks.json" {
 			return nil
@@ -141,6 +173,7 @@ func logFailedChecks(t *testing.T, out string) {
 		for _, c := range checks {
 			if c.Status == "FAILURE" {
 				t.Logf("%s: %s: %s", filepath.Base(filepath.Dir(path)), c.ID, c.ErrorMessage)
+				why.add("  %s: %s: %s", filepath.Base(filepath.Dir(path)), c.ID, c.ErrorMessage)
 			}
 		}
 		return nil
@@ -186,7 +219,7 @@ func TestConformanceFixtures(t *testing.T) {
 			if err := os.WriteFile(e.Paths.Upstreams(), cfg, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			logOnFailure(t, flytest.StartFlyd(t, e))
+			why := startSuiteFlyd(t, e)
 			for _, client := range []string{"2025-11-25", "2026-07-28"} {
 				r := suiteRun{"conformance-next", []string{"--requirements", client}, up.baseline + client + ".yml"}
 				t.Run("client-"+client, func(t *testing.T) {
@@ -215,7 +248,7 @@ func TestConformanceFixtures(t *testing.T) {
 							t.Fatalf("the fixture is spoken to at %q, want %s", u.Protocol, want)
 						}
 					}
-					runSuite(t, dir, url, r)
+					runSuite(t, dir, url, r, why)
 				})
 			}
 		})
