@@ -58,11 +58,14 @@ var rules = []struct {
 
 // stdlibOnly are the internal packages that several top-level packages
 // share: they import nothing but the standard library (and each other).
-var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext", mod + "/internal/jsonscan"}
+// (lockfile and owner also import golang.org/x/sys/windows on Windows,
+// which this list, taken on the machine's OS, does not see.)
+var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext", mod + "/internal/jsonscan",
+	mod + "/internal/lockfile", mod + "/internal/owner"}
 
 // shimAllowed is everything outside the standard library the shim may
 // link: it is in every editor's process list, so it stays tiny.
-var shimAllowed = []string{websocket, mod + "/shim", mod + "/internal/paths", mod + "/internal/wire"}
+var shimAllowed = []string{websocket, mod + "/shim", mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/lockfile", mod + "/internal/owner"}
 
 type pkg struct {
 	ImportPath string

@@ -1,0 +1,32 @@
+// Package owner answers, for the operating system at hand, who owns a
+// file and whether users other than its owner may change it: flyd trusts
+// a socket, a token, a config file or a DTD file only if it is the user's
+// own. Identity here is "the same user as this process" (a uid on Unix,
+// a SID on Windows), never a number compared by hand in the callers. It
+// owns the question, not what a caller refuses.
+package owner
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// Owner is who owns a file.
+type Owner struct {
+	Me   bool   // the user this process runs as
+	Name string // for messages: "uid 1000", or a SID
+}
+
+// Of returns the owner of fi, which Stat or Lstat returned for path.
+func Of(path string, fi fs.FileInfo) (Owner, error) { return of(path, fi) }
+
+// OthersCanWrite reports whether users other than fi's owner may write
+// to it (for a directory: create, remove or replace its entries).
+func OthersCanWrite(path string, fi fs.FileInfo) (bool, error) { return othersCanWrite(path, fi) }
+
+// Me names the user this process runs as, for messages.
+func Me() string { return me() }
+
+// ErrUnsupported is wrapped by what this package cannot answer on this
+// operating system yet.
+var ErrUnsupported = errors.New("not supported on this operating system yet")
