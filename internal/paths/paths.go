@@ -4,16 +4,14 @@
 // flyd, flyctl and the shim all ask this package, so they always agree.
 // It reads no environment itself: callers pass a getenv function, which
 // keeps library code free of hidden inputs and lets tests inject values.
-// It imports only the standard library.
+// It imports only the standard library and internal/owner. What differs
+// by OS (the default directories) is in paths_darwin.go, paths_windows.go
+// and paths_other.go.
 package paths
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 )
 
 // MaxSocketPath is the longest socket path, in bytes, that every supported
@@ -78,69 +76,34 @@ func Resolve(getenv func(string) string) (Paths, error) {
 	return p, nil
 }
 
-// configDir is $XDG_CONFIG_HOME/fly (~/.config/fly) on Linux and the
-// state directory on macOS, where Application Support holds both.
+// configDir is FLY_CONFIG_DIR, or the OS's default (defaultConfigDir).
 func configDir(getenv func(string) string, state string) string {
 	if d := getenv(EnvConfigDir); d != "" {
 		if abs, err := filepath.Abs(d); err == nil {
 			return abs
 		}
 	}
-	if runtime.GOOS == "darwin" {
-		return state
-	}
-	if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "fly")
-	}
-	if home := getenv("HOME"); filepath.IsAbs(home) {
-		return filepath.Join(home, ".config", "fly")
-	}
-	return ""
+	return defaultConfigDir(getenv, state)
 }
 
+// stateDir is FLY_STATE_DIR, or the OS's default (defaultStateDir).
 func stateDir(getenv func(string) string) (string, error) {
 	if d := getenv(EnvStateDir); d != "" {
 		return filepath.Abs(d)
 	}
-	home := getenv("HOME")
-	if runtime.GOOS == "darwin" {
-		if home == "" {
-			return "", errors.New("cannot find the state directory: HOME is not set (set FLY_STATE_DIR)")
-		}
-		return filepath.Join(home, "Library", "Application Support", "fly"), nil
-	}
-	if x := getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "fly"), nil
-	}
-	if home == "" {
-		return "", errors.New("cannot find the state directory: neither XDG_STATE_HOME nor HOME is set (set FLY_STATE_DIR)")
-	}
-	return filepath.Join(home, ".local", "state", "fly"), nil
+	return defaultStateDir(getenv)
 }
 
+// socket is FLY_SOCKET, or flyd.sock in the OS's runtime directory.
 func socket(getenv func(string) string) (string, error) {
 	if s := getenv(EnvSocket); s != "" {
 		return filepath.Abs(s)
 	}
-	return filepath.Join(runtimeDir(getenv), "flyd.sock"), nil
-}
-
-// runtimeDir is the socket's directory. Editors, login shells and service
-// managers hand their children different environments, and every one of
-// them must find the same socket: so when XDG_RUNTIME_DIR is unset, the
-// directory systemd would have named is used if it exists, and the
-// fallback is a fixed /tmp path rather than $TMPDIR.
-func runtimeDir(getenv func(string) string) string {
-	uid := strconv.Itoa(os.Getuid())
-	if x := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		return filepath.Join(x, "fly")
+	dir, err := runtimeDir(getenv)
+	if err != nil {
+		return "", err
 	}
-	if runtime.GOOS == "linux" {
-		if fi, err := os.Stat(filepath.Join("/run/user", uid)); err == nil && fi.IsDir() {
-			return filepath.Join("/run/user", uid, "fly")
-		}
-	}
-	return filepath.Join("/tmp", "fly-"+uid)
+	return filepath.Join(dir, "flyd.sock"), nil
 }
 
 // CheckSocketPath reports whether path fits in a sockaddr_un on every

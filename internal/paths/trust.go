@@ -6,7 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/fly-dev/fly/internal/owner"
 )
 
 // ErrUntrusted is wrapped by CheckSocketTrust's refusals.
@@ -20,7 +21,6 @@ var ErrUntrusted = errors.New("flyd's socket is not safe to use")
 // answers to its agent. A socket or directory that does not exist yet is
 // not an error: the dial will fail, or flyd will create them.
 func CheckSocketTrust(socket string) error {
-	uid := os.Getuid()
 	dir := filepath.Dir(socket)
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -29,14 +29,16 @@ func CheckSocketTrust(socket string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUntrusted, err)
 	}
-	if err := owned(fi, uid, dir, "socket directory"); err != nil {
+	if err := owned(fi, dir, "socket directory"); err != nil {
 		return err
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("%w: %s is not a directory (a symlink?); remove it, or set %s to a path in a directory you own", ErrUntrusted, dir, EnvSocket)
 	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Errorf("%w: socket directory %s has mode %#o: others can replace the socket; run: chmod 700 %s", ErrUntrusted, dir, perm, dir)
+	if shared, err := owner.OthersCanWrite(dir, fi); err != nil {
+		return fmt.Errorf("%w: %v", ErrUntrusted, err)
+	} else if shared {
+		return fmt.Errorf("%w: socket directory %s has mode %#o: others can replace the socket; run: chmod 700 %s", ErrUntrusted, dir, fi.Mode().Perm(), dir)
 	}
 	fi, err = os.Lstat(socket)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -45,7 +47,7 @@ func CheckSocketTrust(socket string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUntrusted, err)
 	}
-	if err := owned(fi, uid, socket, "socket"); err != nil {
+	if err := owned(fi, socket, "socket"); err != nil {
 		return err
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
@@ -54,11 +56,14 @@ func CheckSocketTrust(socket string) error {
 	return nil
 }
 
-func owned(fi fs.FileInfo, uid int, name, what string) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || int(st.Uid) == uid {
+func owned(fi fs.FileInfo, name, what string) error {
+	o, err := owner.Of(name, fi)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUntrusted, err)
+	}
+	if o.Me {
 		return nil
 	}
-	return fmt.Errorf("%w: %s %s belongs to uid %d, not to you (uid %d): another user may be posing as flyd. "+
-		"Remove it if you can, or set XDG_RUNTIME_DIR or %s to a directory only you can write", ErrUntrusted, what, name, st.Uid, uid, EnvSocket)
+	return fmt.Errorf("%w: %s %s belongs to %s, not to you (%s): another user may be posing as flyd. "+
+		"Remove it if you can, or set XDG_RUNTIME_DIR or %s to a directory only you can write", ErrUntrusted, what, name, o.Name, owner.Me(), EnvSocket)
 }
