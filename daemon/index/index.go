@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -89,7 +88,7 @@ func StatFiles(root *os.Root, files []File) []FileInfo {
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			fi, err = root.Stat(filepath.FromSlash(f.Path)) // where it leads, if within root
 		}
-		if err != nil || !fi.Mode().IsRegular() || LinkCount(fi) > 1 {
+		if err != nil || !fi.Mode().IsRegular() || !singleLink(fi) {
 			continue // gone, not a file, or hard-linked: see openServed
 		}
 		out = append(out, FileInfo{Path: f.Path, Size: fi.Size(), ModTime: fi.ModTime()})
@@ -234,17 +233,6 @@ func (x *Index) Root() *os.Root { return x.fsRoot.Load() }
 
 // fileID identifies a directory, to tell a re-created root from the old.
 type fileID struct{ dev, ino uint64 }
-
-func idOf(path string) fileID {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileID{}
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return fileID{uint64(st.Dev), uint64(st.Ino)}
-	}
-	return fileID{}
-}
 
 // Len returns the number of served files.
 func (x *Index) Len() int { return len(x.snapshot()) }
@@ -491,23 +479,6 @@ func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 		d.files = append(d.files, File{Path: rel})
 	}
 	return d.subs
-}
-
-// openDir opens a directory to read it. O_NOFOLLOW: a directory swapped
-// for a symlink since its parent was read is not followed out of the root.
-// It goes through os.NewFile rather than os.Open, which on Linux also tries
-// the descriptor with the poller: five more system calls per directory,
-// a third of the cost of reading a small one.
-func openDir(name string) (*os.File, error) {
-	const flags = syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
-	fd, err := syscall.Open(name, flags, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(name, flags, 0)
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	return os.NewFile(uintptr(fd), name), nil
 }
 
 // count returns the number of files and of watched directories in the tree

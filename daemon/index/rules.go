@@ -1,10 +1,10 @@
 package index
 
 import (
+	"errors"
 	"io/fs"
 	"path"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 )
 
@@ -275,11 +275,14 @@ func (r Rules) Refusal(rel string) string {
 	return ""
 }
 
-// LinkCount is the number of hard links of the file fi describes, or 1
-// where the OS does not tell.
-func LinkCount(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
+// singleLink reports whether the file fi describes has exactly one hard
+// link: one of several could be a file outside the workspace.
+func singleLink(fi fs.FileInfo) bool {
+	n, err := LinkCount(fi)
+	return err == nil && n == 1
 }
+
+var (
+	errNoStat  = errors.New("the file system gave no link count")
+	errWindows = errors.New("not supported on Windows yet")
+)

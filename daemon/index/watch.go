@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
 )
 
 // Watch events are coalesced: a batch is applied once no event has come
@@ -391,17 +390,9 @@ const ctimeSlack = 100 * time.Millisecond
 // this cannot see is a clock stepped back, or a filesystem that lets ctime
 // be set (FAT again).
 func (x *Index) changedSince(rel string, t time.Time) bool {
-	var st unix.Stat_t
-	err := unix.Lstat(x.abs(rel), &st)
-	for err == unix.EINTR {
-		err = unix.Lstat(x.abs(rel), &st)
-	}
-	if err != nil || uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+	ctime, ok := changeTime(x.abs(rel))
+	if !ok {
 		return true
-	}
-	ctime := time.Unix(st.Ctim.Unix())
-	if st.Ctim.Nsec == 0 {
-		ctime = ctime.Add(2 * time.Second)
 	}
 	return !ctime.Before(t)
 }

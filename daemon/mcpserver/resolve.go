@@ -195,7 +195,10 @@ func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, notFound(uri, "not a regular file")
 	}
-	if n := index.LinkCount(fi); n > 1 {
+	if n, err := index.LinkCount(fi); err != nil {
+		f.Close()
+		return nil, nil, notFound(uri, err.Error())
+	} else if n > 1 {
 		f.Close()
 		return nil, nil, notFound(uri, fmt.Sprintf("it has %d hard links, and one could be a file outside the workspace: flyd does not serve hard-linked files", n))
 	}

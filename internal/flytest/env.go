@@ -2,6 +2,7 @@ package flytest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/lockfile"
 	"github.com/fly-dev/fly/internal/paths"
 )
 
@@ -44,7 +46,7 @@ func NewEnv(t testing.TB) *Env {
 		}
 		for _, pid := range flydsOf(p.StateDir) { // one still starting
 			t.Logf("killed a flyd the test left starting (pid %d)", pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			signal(pid, syscall.SIGKILL)
 		}
 		os.RemoveAll(dir)
 	})
@@ -59,28 +61,48 @@ func NewEnv(t testing.TB) *Env {
 // does, and returns its pid: SIGTERM, then SIGKILL if it still holds the
 // lock after 10 s.
 func stopLeftBehind(lock string) int {
-	f, err := os.OpenFile(lock, os.O_RDWR, 0)
-	if err != nil {
+	if _, err := os.Stat(lock); err != nil {
 		return 0
 	}
-	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+	l, err := lockfile.TryLock(lock)
+	if err == nil {
+		l.Unlock()
 		return 0 // nobody holds it
 	}
+	if !errors.Is(err, lockfile.ErrLocked) {
+		return 0
+	}
+	defer l.Unlock()
 	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
+	n, _ := l.File().ReadAt(b, 0)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
 	if err != nil || pid <= 0 {
 		return 0
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	signal(pid, syscall.SIGTERM)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if free(lock) {
 			return pid
 		}
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	signal(pid, syscall.SIGKILL)
 	return pid
+}
+
+// free reports whether nobody holds the lock file lock.
+func free(lock string) bool {
+	l, err := lockfile.TryLock(lock)
+	if l != nil {
+		l.Unlock()
+	}
+	return err == nil
+}
+
+// signal sends sig to the process pid, if it can.
+func signal(pid int, sig os.Signal) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Signal(sig)
+	}
 }
 
 // DTDDir is the directory of DTD files flyd of e watches.

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/internal/lockfile"
 )
 
 var npmMu sync.Mutex
@@ -26,14 +27,11 @@ func ConformanceDir(t testing.TB) string {
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "conformance")
 	npmMu.Lock()
 	defer npmMu.Unlock()
-	lock, err := os.OpenFile(filepath.Join(dir, ".npm.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := lockfile.Lock(context.Background(), filepath.Join(dir, ".npm.lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	defer lock.Unlock()
 	installed := true
 	for _, p := range []string{".bin/mcp-inspector", ".bin/mcp-server-everything", ".bin/mcp-server-filesystem", ".bin/conformance", ".bin/node", "playwright-core"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", p)); err != nil {
