@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fly-dev/fly/internal/owner"
 	"go.uber.org/goleak"
 )
 
@@ -58,22 +59,22 @@ func TestRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	in, err := Read(root, "100", os.Getuid())
+	in, err := Read(root, "100", owner.Current())
 	if err != nil || in.WSURI != "ws://127.0.0.1:5000/abc=" || in.WorkspaceRoot != "/home/u/app" || in.IDEName != "VS Code" || in.PID != live {
 		t.Errorf("Read(good) = %+v, %v", in, err)
 	}
 	for name, want := range map[string]error{"102": ErrStale, "106": ErrNotRegular, "107": ErrNotRegular, "108": ErrNotRegular} {
-		if _, err := Read(root, name, os.Getuid()); !errors.Is(err, want) {
+		if _, err := Read(root, name, owner.Current()); !errors.Is(err, want) {
 			t.Errorf("Read(%s) = %v, want %v", name, err, want)
 		}
 	}
 	for _, name := range []string{"101", "103", "104", "105", "notapid", "missing"} {
-		if in, err := Read(root, name, os.Getuid()); err == nil {
+		if in, err := Read(root, name, owner.Current()); err == nil {
 			t.Errorf("Read(%s) = %+v, want an error", name, in)
 		}
 	}
 	// Another user's file (this test cannot chown: it asks as another uid).
-	if _, err := Read(root, "100", os.Getuid()+1); !errors.Is(err, ErrNotOwned) {
+	if _, err := Read(root, "100", anotherUser()); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("Read(another user's) = %v, want ErrNotOwned", err)
 	}
 }
@@ -89,7 +90,7 @@ func FuzzRead(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer root.Close()
-		in, err := Read(root, "1", os.Getuid())
+		in, err := Read(root, "1", owner.Current())
 		if err == nil && (!filepath.IsAbs(in.WorkspaceRoot) || len(in.IDEName) > 64*4) {
 			t.Fatalf("accepted %+v", in)
 		}

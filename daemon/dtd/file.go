@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/fly-dev/fly/daemon/vmservice"
+	"github.com/fly-dev/fly/internal/owner"
 )
 
 // Dir is the directory DTDs write their files to: $DART_DATA_HOME/dtd,
@@ -55,10 +56,10 @@ var (
 )
 
 // Read reads the file name of dir (opened as an os.Root) as a DTD's:
-// a regular file owned by uid, never followed through a symlink, at most
-// 16 KB, naming a loopback URI and a live process of uid's (a pid of
+// a regular file owned by user, never followed through a symlink, at most
+// 16 KB, naming a loopback URI and a live process of user's (a pid of
 // another user's, reused after the DTD died, leads nowhere).
-func Read(dir *os.Root, name string, uid int) (Info, error) {
+func Read(dir *os.Root, name string, user owner.User) (Info, error) {
 	if _, err := strconv.Atoi(name); err != nil {
 		return Info{}, fmt.Errorf("%q is not a DTD file: its name is not a pid", name)
 	}
@@ -69,7 +70,7 @@ func Read(dir *os.Root, name string, uid int) (Info, error) {
 	if !fi.Mode().IsRegular() {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrNotRegular)
 	}
-	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := dir.OpenFile(name, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Info{}, err
 	}
@@ -81,7 +82,7 @@ func Read(dir *os.Root, name string, uid int) (Info, error) {
 	if !st.Mode().IsRegular() || !os.SameFile(st, fi) {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrNotRegular)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != uid {
+	if mine, err := user.Owns(name, st); err != nil || !mine {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrNotOwned)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
@@ -101,7 +102,7 @@ func Read(dir *os.Root, name string, uid int) (Info, error) {
 	if in.WorkspaceRoot == "" || !filepath.IsAbs(in.WorkspaceRoot) || len(in.WorkspaceRoot) > 4096 {
 		return Info{}, fmt.Errorf("%s: workspaceRoot %.100q is not an absolute path", name, in.WorkspaceRoot)
 	}
-	if in.PID <= 0 || !ownedAlive(in.PID, uid) {
+	if in.PID <= 0 || !user.Runs(in.PID) {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrStale)
 	}
 	in.IDEName = bound(in.IDEName, 64)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package dtd
 
 import (
@@ -11,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/internal/owner"
 )
 
 // info is a DTD file's content naming pid.
@@ -39,11 +43,11 @@ func TestReadRefusesAnotherUsersPid(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if _, err := Read(root, name, os.Getuid()); !errors.Is(err, ErrStale) {
+	if _, err := Read(root, name, owner.Current()); !errors.Is(err, ErrStale) {
 		t.Errorf("Read of a file naming another user's live process = %v, want ErrStale", err)
 	}
 	write(t, dir, "self", info(os.Getpid()))
-	if _, err := Read(root, strconv.Itoa(os.Getpid()), os.Getuid()); err != nil && errors.Is(err, ErrStale) {
+	if _, err := Read(root, strconv.Itoa(os.Getpid()), owner.Current()); err != nil && errors.Is(err, ErrStale) {
 		t.Errorf("Read of a file naming this process = %v, want it live", err)
 	}
 }
@@ -88,7 +92,7 @@ func TestCandidatesReadPastJunk(t *testing.T) {
 	}
 	self := strconv.Itoa(os.Getpid())
 	write(t, dir, self, info(os.Getpid()))
-	w := &Watcher{cfg: Config{Dir: dir}, uid: os.Getuid()}
+	w := &Watcher{cfg: Config{Dir: dir}, user: owner.Current()}
 	w.cfg.Log = slog.New(slog.DiscardHandler)
 	got := w.candidates()
 	found := false

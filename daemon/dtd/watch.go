@@ -14,10 +14,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/vmservice"
+	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -63,7 +63,7 @@ const (
 // Create it with Start; Close stops every goroutine it started.
 type Watcher struct {
 	cfg    Config
-	uid    int
+	user   owner.User
 	rescan chan struct{}
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -100,7 +100,7 @@ func Start(cfg Config) (*Watcher, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := private(cfg.Dir, os.Getuid()); err != nil {
+	if err := private(cfg.Dir, owner.Current()); err != nil {
 		return nil, err
 	}
 	fw, err := fsnotify.NewWatcher()
@@ -112,7 +112,7 @@ func Start(cfg Config) (*Watcher, error) {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	w := &Watcher{cfg: cfg, uid: os.Getuid(), rescan: make(chan struct{}, 1), stop: stop,
+	w := &Watcher{cfg: cfg, user: owner.Current(), rescan: make(chan struct{}, 1), stop: stop,
 		dtds: map[string]*follower{}, apps: map[string]App{}}
 	w.wg.Go(func() { // owned by the watcher: Close cancels ctx and waits
 		defer fw.Close()
@@ -163,10 +163,10 @@ func (w *Watcher) App(id string) (App, bool) {
 	return a, ok
 }
 
-// private checks that dir is a directory of uid's that no one else can
+// private checks that dir is a directory of user's that no one else can
 // write: anyone who can write there can name a DTD for flyd to follow,
 // or hide the real ones.
-func private(dir string, uid int) error {
+func private(dir string, user owner.User) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
@@ -174,10 +174,15 @@ func private(dir string, uid int) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
-		return fmt.Errorf("%s is not this user's (owner uid %d)", dir, st.Uid)
+	if mine, err := user.Owns(dir, fi); err != nil {
+		return err
+	} else if !mine {
+		o, _ := owner.Of(dir, fi)
+		return fmt.Errorf("%s is not this user's (owner %s)", dir, o.Name)
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
+	if shared, err := owner.OthersCanWrite(dir, fi); err != nil {
+		return err
+	} else if shared {
 		return fmt.Errorf("%s can be written by others (mode %v): run chmod go-w on it", dir, fi.Mode().Perm())
 	}
 	return nil
@@ -212,7 +217,7 @@ func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 // a pid of a live process of the user's, at most maxFiles of them, read
 // past any number of other names (at most maxNames in all).
 func (w *Watcher) candidates() []string {
-	if err := private(w.cfg.Dir, w.uid); err != nil {
+	if err := private(w.cfg.Dir, w.user); err != nil {
 		w.cfg.Log.Warn("dtd directory refused", "error", err)
 		return nil
 	}
@@ -226,7 +231,7 @@ func (w *Watcher) candidates() []string {
 		names, err := d.Readdirnames(1024)
 		listed += len(names)
 		for _, name := range names {
-			if pid, err := strconv.Atoi(name); err == nil && pid > 0 && strconv.Itoa(pid) == name && ownedAlive(pid, w.uid) && len(out) < maxFiles {
+			if pid, err := strconv.Atoi(name); err == nil && pid > 0 && strconv.Itoa(pid) == name && w.user.Runs(pid) && len(out) < maxFiles {
 				out = append(out, name)
 			}
 		}
@@ -257,7 +262,7 @@ func (w *Watcher) scan(ctx context.Context) {
 // other files: a change fsnotify told of.
 func (w *Watcher) scanOne(ctx context.Context, name string) {
 	want := map[string]Info{}
-	if pid, err := strconv.Atoi(name); err == nil && strconv.Itoa(pid) == name && pid > 0 && ownedAlive(pid, w.uid) {
+	if pid, err := strconv.Atoi(name); err == nil && strconv.Itoa(pid) == name && pid > 0 && w.user.Runs(pid) {
 		if root, err := os.OpenRoot(w.cfg.Dir); err == nil {
 			if in, ok := w.read(root, name); ok {
 				want[name] = in
@@ -270,7 +275,7 @@ func (w *Watcher) scanOne(ctx context.Context, name string) {
 
 // read is the file name as a DTD's of a served workspace.
 func (w *Watcher) read(root *os.Root, name string) (Info, bool) {
-	in, err := Read(root, name, w.uid)
+	in, err := Read(root, name, w.user)
 	if err != nil {
 		w.cfg.Log.Debug("dtd file ignored", "file", name, "error", err)
 		return Info{}, false

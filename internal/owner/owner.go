@@ -27,6 +27,21 @@ func OthersCanWrite(path string, fi fs.FileInfo) (bool, error) { return othersCa
 // Me names the user this process runs as, for messages.
 func Me() string { return me() }
 
+// User is a user of this machine: a uid on Unix, a SID on Windows.
+type User struct {
+	uid int
+	sid string
+}
+
+// Current is the user this process runs as.
+func Current() User { return current() }
+
+// Owns reports whether u owns fi, which Stat or Lstat returned for path.
+func (u User) Owns(path string, fi fs.FileInfo) (bool, error) { return u.owns(path, fi) }
+
+// Runs reports whether process pid is alive and runs as u (its real user).
+func (u User) Runs(pid int) bool { return u.runs(pid) }
+
 // ErrUnsupported is wrapped by what this package cannot answer on this
 // operating system yet.
 var ErrUnsupported = errors.New("not supported on this operating system yet")

@@ -10,11 +10,29 @@ import (
 )
 
 func of(path string, fi fs.FileInfo) (Owner, error) {
+	uid, err := uidOf(path, fi)
+	if err != nil {
+		return Owner{}, err
+	}
+	return Owner{Me: uid == os.Getuid(), Name: fmt.Sprintf("uid %d", uid)}, nil
+}
+
+func uidOf(path string, fi fs.FileInfo) (int, error) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return Owner{}, fmt.Errorf("the owner of %s: no stat information", path)
+		return 0, fmt.Errorf("the owner of %s: no stat information", path)
 	}
-	return Owner{Me: int(st.Uid) == os.Getuid(), Name: fmt.Sprintf("uid %d", st.Uid)}, nil
+	return int(st.Uid), nil
+}
+
+func current() User { return User{uid: os.Getuid()} }
+
+// UID is the user with uid n (tests stand in another user with it).
+func UID(n int) User { return User{uid: n} }
+
+func (u User) owns(path string, fi fs.FileInfo) (bool, error) {
+	uid, err := uidOf(path, fi)
+	return err == nil && uid == u.uid, err
 }
 
 func othersCanWrite(_ string, fi fs.FileInfo) (bool, error) {
