@@ -5,7 +5,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -18,14 +17,9 @@ import (
 // whatever happens on TCP.
 
 // connCap is how many connections the TCP listener holds at once: half
-// the process's descriptor limit.
+// the process's descriptor limit (fileLimit, per OS).
 func connCap() int {
-	var rl syscall.Rlimit
-	limit := 1024
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 0 && rl.Cur < 1<<30 {
-		limit = int(rl.Cur)
-	}
-	return min(max(limit/2, 16), 8192)
+	return min(max(fileLimit()/2, 16), 8192)
 }
 
 // capListener closes a connection at once when cap are open already, so

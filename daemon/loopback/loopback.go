@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -76,7 +77,7 @@ func LoadTokens(path string) (*Tokens, error) {
 	t := &Tokens{path: path}
 	if fi, err := os.Lstat(path); err == nil {
 		b, rerr := os.ReadFile(path)
-		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 == 0 && ownedByMe(fi) && rerr == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		if fi.Mode().IsRegular() && secret(path, fi) && rerr == nil && len(strings.TrimSpace(string(b))) >= 32 {
 			t.cur = strings.TrimSpace(string(b))
 			return t, nil
 		}
@@ -125,9 +126,10 @@ func (t *Tokens) valid(got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(cur)) == 1
 }
 
-func ownedByMe(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return !ok || int(st.Uid) == os.Getuid()
+// secret reports whether the token file is the user's alone.
+func secret(path string, fi os.FileInfo) bool {
+	ok, err := owner.Secret(path, fi)
+	return ok && err == nil
 }
 
 // loopbackHost reports whether a Host header names this machine.

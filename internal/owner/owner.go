@@ -24,6 +24,10 @@ func Of(path string, fi fs.FileInfo) (Owner, error) { return of(path, fi) }
 // to it (for a directory: create, remove or replace its entries).
 func OthersCanWrite(path string, fi fs.FileInfo) (bool, error) { return othersCanWrite(path, fi) }
 
+// Secret reports whether fi, which Lstat returned for path, is the
+// user's and no other user may read or write it: a token's file.
+func Secret(path string, fi fs.FileInfo) (bool, error) { return secret(path, fi) }
+
 // Me names the user this process runs as, for messages.
 func Me() string { return me() }
 

@@ -40,3 +40,8 @@ func othersCanWrite(_ string, fi fs.FileInfo) (bool, error) {
 }
 
 func me() string { return fmt.Sprintf("uid %d", os.Getuid()) }
+
+func secret(path string, fi fs.FileInfo) (bool, error) {
+	o, err := of(path, fi)
+	return err == nil && o.Me && fi.Mode().Perm()&0o077 == 0, err
+}
