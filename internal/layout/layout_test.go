@@ -169,3 +169,29 @@ func TestDocComments(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalClientDeps: the client of flyd's local API links only the
+// standard library, internal/paths and internal/wire (with what they
+// link), so that any program may speak to flyd through it.
+func TestLocalClientDeps(t *testing.T) {
+	const lc = mod + "/internal/localclient"
+	allowed := map[string]bool{mod + "/internal/paths": true, mod + "/internal/wire": true}
+	var deps []string
+	for _, p := range list(t, lc, mod+"/internal/paths", mod+"/internal/wire") {
+		if p.ImportPath == lc {
+			deps = p.Deps
+			continue
+		}
+		for _, d := range p.Deps {
+			allowed[d] = true
+		}
+	}
+	if deps == nil {
+		t.Fatalf("package %s is gone: update this test", lc)
+	}
+	for _, dep := range deps {
+		if !isStd(dep) && !allowed[dep] {
+			t.Errorf("%s depends on %s: it may link only the standard library, internal/paths and internal/wire", lc, dep)
+		}
+	}
+}
