@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/fly-dev/fly/internal/flytest"
@@ -216,9 +215,7 @@ func TestFIFONeverBlocks(t *testing.T) {
 	dir := t.TempDir()
 	flytest.WriteTree(t, dir, map[string]string{"lib/a/a.dart": "import '../b/b.dart';\n", "lib/b/b.dart": ""})
 	for _, p := range []string{"pubspec.yaml", "lib/a/fifo.dart"} {
-		if err := syscall.Mkfifo(filepath.Join(dir, filepath.FromSlash(p)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		flytest.Mkfifo(t, filepath.Join(dir, filepath.FromSlash(p)))
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {

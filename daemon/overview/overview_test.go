@@ -8,8 +8,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/fly-dev/fly/internal/flytest"
 )
 
 // overviewRoot builds a workspace from tree (keys ending in "/" are empty
@@ -520,9 +521,7 @@ flutter:
 
 func TestOverviewFIFO(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(dir, "pubspec.yaml"), 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	flytest.Mkfifo(t, filepath.Join(dir, "pubspec.yaml"))
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
