@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,7 +128,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Logf("browser step %s", sc.Text())
 		switch name {
 		case "stopped":
-			if syscall.Kill(pid, 0) == nil {
+			if flytest.Exists(pid) {
 				t.Errorf("the page says stopped, but the run's process %d is alive", pid)
 			}
 		case "restart-flyd":

@@ -447,13 +447,13 @@ func TestShimStartsDaemon(t *testing.T) {
 // stopPID stops a daemon the test did not start itself and waits until it
 // has removed its socket.
 func stopPID(t testing.TB, e *flytest.Env, pid int) {
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := flytest.Signal(pid, syscall.SIGTERM); err != nil {
 		t.Errorf("stop flyd %d: %v", pid, err)
 		return
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
+		if !flytest.Exists(pid) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

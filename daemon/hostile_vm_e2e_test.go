@@ -13,12 +13,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -441,9 +439,8 @@ func TestHostileVMService(t *testing.T) {
 		addr := vm.ln.Addr().String()
 		run := attach(vm)
 		vm.close()
-		squatter := exec.Command(helperForOthers(t))
+		squatter := asNobody(t)
 		squatter.Env = []string{"FLY_TEST_HELPER=hostile-vm", "FLY_TEST_ADDR=" + addr, "FLY_TEST_START=13"}
-		squatter.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		stdin, _ := squatter.StdinPipe()
 		stdout, _ := squatter.StdoutPipe()
 		if err := squatter.Start(); err != nil {

@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/fly-dev/fly/internal/lockfile"
+	"github.com/fly-dev/fly/internal/owner"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 )
 
@@ -23,39 +24,36 @@ var ErrAlreadyRunning = errors.New("flyd already running")
 // instanceLock is the exclusive flock that makes flyd single-instance.
 // The holder's pid is written into the file so that a second flyd can
 // name it.
-type instanceLock struct{ f *os.File }
+type instanceLock struct{ l *lockfile.File }
 
 // acquireLock takes the exclusive lock at path without waiting.
 func acquireLock(path string) (*instanceLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			b := make([]byte, 32)
-			n, _ := f.ReadAt(b, 0)
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
-				return nil, fmt.Errorf("%w (pid %d)", ErrAlreadyRunning, pid)
-			}
-			return nil, fmt.Errorf("%w (lock %s is held)", ErrAlreadyRunning, path)
+	l, err := lockfile.TryLock(path)
+	if errors.Is(err, lockfile.ErrLocked) {
+		defer l.Unlock()
+		b := make([]byte, 32)
+		n, _ := l.File().ReadAt(b, 0)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
+			return nil, fmt.Errorf("%w (pid %d)", ErrAlreadyRunning, pid)
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("%w (lock %s is held)", ErrAlreadyRunning, path)
+	}
+	if err != nil {
+		return nil, err
 	}
 	// The pid is only for the message a second flyd prints; failing to
 	// write it does not weaken the lock.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	if err := l.File().Truncate(0); err == nil {
+		_, _ = l.File().WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &instanceLock{f: f}, nil
+	return &instanceLock{l: l}, nil
 }
 
 // release drops the lock. The file stays: removing it would race with a
 // new flyd that already opened it.
 func (l *instanceLock) release() {
-	_ = l.f.Truncate(0)
-	_ = l.f.Close()
+	_ = l.l.File().Truncate(0)
+	_ = l.l.Unlock()
 }
 
 // prepareSocketDir creates the socket's directory with mode 0700 and
@@ -76,11 +74,15 @@ func prepareSocketDir(socket string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("socket directory %s is not a directory (a symlink?); remove it or set %s", dir, flypaths.EnvSocket)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("socket directory %s is owned by uid %d, not by you (uid %d); set %s to a directory you own", dir, st.Uid, os.Getuid(), flypaths.EnvSocket)
+	o, err := owner.Of(dir, fi)
+	if err != nil {
+		return fmt.Errorf("check socket directory: %w", err)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("socket directory %s has mode %#o, others could reach the socket; run: chmod 700 %s", dir, perm, dir)
+	if !o.Me {
+		return fmt.Errorf("socket directory %s is owned by %s, not by you (%s); set %s to a directory you own", dir, o.Name, owner.Me(), flypaths.EnvSocket)
+	}
+	if alone, err := owner.Secret(dir, fi); err != nil || !alone {
+		return fmt.Errorf("socket directory %s has mode %#o, others could reach the socket; run: chmod 700 %s", dir, fi.Mode().Perm(), dir)
 	}
 	return nil
 }
@@ -107,8 +109,8 @@ func listenUnix(socket string) (net.Listener, error) {
 
 // peer is the process on the other end of a Unix-socket connection.
 type peer struct {
-	UID int
-	PID int // 0 where the OS does not tell
+	User owner.User
+	PID  int // 0 where the OS does not tell
 }
 
 type peerKey struct{}
@@ -119,11 +121,11 @@ func peerFrom(ctx context.Context) (peer, bool) {
 	return p, ok
 }
 
-// peerListener accepts only connections whose peer runs as uid. Others
+// peerListener accepts only connections whose peer runs as user. Others
 // are closed at once and logged; they never reach HTTP.
 type peerListener struct {
 	net.Listener
-	uid    int
+	user   owner.User
 	refuse func(p peer, err error)
 }
 
@@ -140,7 +142,7 @@ func (l *peerListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		p, err := peerCred(c)
-		if err == nil && p.UID == l.uid {
+		if err == nil && p.User == l.user {
 			return &peerConn{Conn: c, peer: p}, nil
 		}
 		l.refuse(p, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/fly-dev/fly/internal/owner"
 	"golang.org/x/sys/unix"
 )
 
@@ -12,11 +13,11 @@ import (
 func peerCred(c net.Conn) (peer, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return peer{UID: -1}, fmt.Errorf("not a unix connection: %T", c)
+		return peer{}, fmt.Errorf("not a unix connection: %T", c)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return peer{UID: -1}, err
+		return peer{}, err
 	}
 	var cred *unix.Xucred
 	var pid int
@@ -27,10 +28,10 @@ func peerCred(c net.Conn) (peer, error) {
 			pid, _ = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
 		}
 	}); err != nil {
-		return peer{UID: -1}, err
+		return peer{}, err
 	}
 	if serr != nil {
-		return peer{UID: -1}, fmt.Errorf("LOCAL_PEERCRED: %w", serr)
+		return peer{}, fmt.Errorf("LOCAL_PEERCRED: %w", serr)
 	}
-	return peer{UID: int(cred.Uid), PID: pid}, nil
+	return peer{User: owner.UID(int(cred.Uid)), PID: pid}, nil
 }

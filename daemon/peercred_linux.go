@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/fly-dev/fly/internal/owner"
 	"golang.org/x/sys/unix"
 )
 
@@ -11,21 +12,21 @@ import (
 func peerCred(c net.Conn) (peer, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return peer{UID: -1}, fmt.Errorf("not a unix connection: %T", c)
+		return peer{}, fmt.Errorf("not a unix connection: %T", c)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return peer{UID: -1}, err
+		return peer{}, err
 	}
 	var cred *unix.Ucred
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return peer{UID: -1}, err
+		return peer{}, err
 	}
 	if serr != nil {
-		return peer{UID: -1}, fmt.Errorf("SO_PEERCRED: %w", serr)
+		return peer{}, fmt.Errorf("SO_PEERCRED: %w", serr)
 	}
-	return peer{UID: int(cred.Uid), PID: int(cred.Pid)}, nil
+	return peer{User: owner.UID(int(cred.Uid)), PID: int(cred.Pid)}, nil
 }

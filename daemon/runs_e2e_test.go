@@ -441,7 +441,7 @@ func TestRestartKillsOrphanedGroup(t *testing.T) {
 	cs.Close()
 
 	d.Kill(t)
-	if err := syscall.Kill(ri.PID, syscall.SIGKILL); err != nil {
+	if err := flytest.Signal(ri.PID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the app's leader: %v", err)
 	}
 	waitGone(t, "the app's leader", ri.PID)

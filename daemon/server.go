@@ -30,6 +30,7 @@ import (
 	"github.com/fly-dev/fly/daemon/upstream"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/owner"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
@@ -242,8 +243,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer os.Remove(p.Socket)
 
-	pl := &peerListener{Listener: ln, uid: os.Getuid(), refuse: func(pr peer, err error) {
-		s.log.Warn("connection refused: peer is another user", "peer_uid", pr.UID, "peer_pid", pr.PID, logErr, err)
+	pl := &peerListener{Listener: ln, user: owner.Current(), refuse: func(pr peer, err error) {
+		s.log.Warn("connection refused: peer is another user", "peer", pr.User.String(), "peer_pid", pr.PID, logErr, err)
 	}}
 	hs := &http.Server{
 		Handler:           s.Handler(),

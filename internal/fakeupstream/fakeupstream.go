@@ -302,4 +302,3 @@ func PIDs(dir, kind string) []int {
 	slices.Sort(out)
 	return out
 }
-

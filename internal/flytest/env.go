@@ -46,7 +46,7 @@ func NewEnv(t testing.TB) *Env {
 		}
 		for _, pid := range flydsOf(p.StateDir) { // one still starting
 			t.Logf("killed a flyd the test left starting (pid %d)", pid)
-			signal(pid, syscall.SIGKILL)
+			_ = Signal(pid, syscall.SIGKILL)
 		}
 		os.RemoveAll(dir)
 	})
@@ -79,13 +79,13 @@ func stopLeftBehind(lock string) int {
 	if err != nil || pid <= 0 {
 		return 0
 	}
-	signal(pid, syscall.SIGTERM)
+	_ = Signal(pid, syscall.SIGTERM)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if free(lock) {
 			return pid
 		}
 	}
-	signal(pid, syscall.SIGKILL)
+	_ = Signal(pid, syscall.SIGKILL)
 	return pid
 }
 
@@ -98,11 +98,13 @@ func free(lock string) bool {
 	return err == nil
 }
 
-// signal sends sig to the process pid, if it can.
-func signal(pid int, sig os.Signal) {
-	if p, err := os.FindProcess(pid); err == nil {
-		_ = p.Signal(sig)
+// Signal sends sig to the process pid.
+func Signal(pid int, sig os.Signal) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
 	}
+	return p.Signal(sig)
 }
 
 // DTDDir is the directory of DTD files flyd of e watches.

@@ -8,6 +8,7 @@ package owner
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 )
 
@@ -42,6 +43,9 @@ func Current() User { return current() }
 
 // Owns reports whether u owns fi, which Stat or Lstat returned for path.
 func (u User) Owns(path string, fi fs.FileInfo) (bool, error) { return u.owns(path, fi) }
+
+// String names u for messages: "uid 1000", or a SID.
+var _ fmt.Stringer = User{}
 
 // Runs reports whether process pid is alive and runs as u (its real user).
 func (u User) Runs(pid int) bool { return u.runs(pid) }

@@ -45,3 +45,5 @@ func secret(path string, fi fs.FileInfo) (bool, error) {
 	o, err := of(path, fi)
 	return err == nil && o.Me && fi.Mode().Perm()&0o077 == 0, err
 }
+
+func (u User) String() string { return fmt.Sprintf("uid %d", u.uid) }

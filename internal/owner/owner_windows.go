@@ -38,3 +38,10 @@ func secret(path string, fi fs.FileInfo) (bool, error) {
 	_, err := of(path, fi)
 	return false, err
 }
+
+func (u User) String() string {
+	if u.sid == "" {
+		return "an unknown user"
+	}
+	return u.sid
+}
