@@ -30,6 +30,7 @@ import (
 	"github.com/fly-dev/fly/daemon/upstream"
 
 	"github.com/coder/websocket"
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/toolfilter"
@@ -539,7 +540,7 @@ func (s *Server) saveSession(info SessionInfo) {
 // Log attribute keys.
 const (
 	logSession = "session"
-	logErr     = "error"
+	logErr     = logkey.Error
 )
 
 // runChanged is the runs engine's hook, called at every state change of

@@ -32,6 +32,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/fly-dev/fly/internal/logkey"
 )
 
 // schemaVersion is the layout this package reads and writes. Open migrates
@@ -57,7 +59,7 @@ const (
 // Log attribute keys.
 const (
 	logPath   = "path"
-	logErr    = "error"
+	logErr    = logkey.Error
 	logBefore = "size_before"
 	logAfter  = "size_after"
 	logRuns   = "runs"

@@ -23,13 +23,15 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/fly-dev/fly/internal/logkey"
 )
 
 // Log attribute keys of the index.
 const (
 	indexKeyRoot    = "root"
 	indexKeyPath    = "path"
-	indexKeyErr     = "error"
+	indexKeyErr     = logkey.Error
 	indexKeyFiles   = "files"
 	indexKeyDirs    = "dirs"
 	indexKeyElapsed = "elapsed_ms"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -123,7 +124,7 @@ const (
 	logPath    = "path"
 	logStatus  = "status"
 	logElapsed = "elapsed_ms"
-	logErr     = "error"
+	logErr     = logkey.Error
 )
 
 var requestSeq atomic.Uint64

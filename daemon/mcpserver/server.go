@@ -16,6 +16,7 @@ import (
 	"github.com/fly-dev/fly/daemon/overview"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -219,7 +220,7 @@ const (
 	logTool    = "tool"
 	logAttrURI = "uri"
 	logElapsed = "elapsed_ms"
-	logErr     = "error"
+	logErr     = logkey.Error
 )
 
 const instructions = `flyd is shared by every client on this machine: files, running apps, their logs and errors are the same for all.
