@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"io"
 
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
@@ -61,18 +60,6 @@ func (r *Run) StoredSeq() (uint64, bool) {
 		return 0, false
 	}
 	return st.LastSeq, true
-}
-
-// Stdio is the stdin and stdout of a live upstream (Spec.Command): the
-// caller speaks on them; nil for any other run. The engine closes stdin
-// when the process ends.
-func (r *Run) Stdio() (io.WriteCloser, io.ReadCloser) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kind != store.KindUpstream {
-		return nil, nil
-	}
-	return r.stdin, r.stdout
 }
 
 // Tail returns the text of the newest n entries of the log, oldest first.

@@ -1,15 +1,17 @@
 package runs
 
 // This file speaks the `flutter run --machine` protocol (daemon protocol
-// 0.6.1): it decodes the lines flutter prints on stdout and encodes the
-// requests flyd writes to its stdin. stdout mixes one-object JSON lines
-// wrapped in [ ] with plain text (run --machine logs status to stdout), so
-// a line that is not a well-formed message is text, never an error.
+// 0.6.1): it decodes the lines flutter prints on stdout, and encodes and
+// sends (request) the requests flyd writes to its stdin. stdout mixes
+// one-object JSON lines wrapped in [ ] with plain text (run --machine
+// logs status to stdout), so a line that is not a well-formed message is
+// text, never an error.
 // Events may come in any order and carry unknown fields; unknown events
 // are passed through for the caller to keep or ignore.
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -397,4 +399,42 @@ func frameMachine(obj []byte) []byte {
 	line = append(line, '[')
 	line = append(line, obj...)
 	return append(line, ']', '\n')
+}
+
+// writeStdin writes b to the process's stdin: ErrRunEnded without one.
+func (r *Run) writeStdin(b []byte) error {
+	if r.proc == nil || r.proc.stdin == nil {
+		return ErrRunEnded
+	}
+	_, err := r.proc.stdin.Write(b)
+	return err
+}
+
+// request sends a --machine request to the app and waits for its reply.
+func (r *Run) request(ctx context.Context, method string, params any) (machineMsg, error) {
+	r.mu.Lock()
+	if r.proc == nil || r.proc.stdin == nil || !r.live() {
+		r.mu.Unlock()
+		return machineMsg{}, ErrRunEnded
+	}
+	r.nextReq++
+	id := r.nextReq
+	ch := make(chan machineMsg, 1)
+	r.pending[id] = ch
+	r.mu.Unlock()
+	if err := r.writeStdin(machineRequest(id, method, params)); err != nil {
+		return machineMsg{}, fmt.Errorf("send %s: %w", method, err)
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return machineMsg{}, ErrRunEnded
+		}
+		return m, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		delete(r.pending, id)
+		r.mu.Unlock()
+		return machineMsg{}, ctx.Err()
+	}
 }

@@ -2,9 +2,9 @@ package runs
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
+	"errors"
+
+	"github.com/fly-dev/fly/internal/proc"
 )
 
 // A process a run starts may leave the run's process group (setsid, a
@@ -18,40 +18,35 @@ import (
 //     becomes flyd's child rather than init's: the engine reaps those
 //     (they are not runs) and kills whatever is left of them at Close.
 // macOS has neither /proc nor subreapers: there, a descendant that
-// leaves the process group is not stopped with its run.
+// leaves the process group is not stopped with its run. What differs by
+// operating system is in reap_linux.go, reap_darwin.go, reap_unix.go and
+// reap_windows.go.
 
 // EnvMarker is the variable that names the run a process belongs to.
 const EnvMarker = "FLY_RUN_ID"
 
 // killTree signals the process group led by pid and every process marked
-// as run id's.
-func killTree(pid int, id string, sig syscall.Signal) error {
-	err := killGroup(pid, sig)
-	for _, p := range markedProcesses(id) {
-		_ = syscall.Kill(p, sig)
+// as run id's. A pid that leads no group (0: none recorded) is left
+// alone.
+func killTree(pid int, id string, sig proc.Signal) error {
+	if pid <= 0 {
+		return nil
 	}
-	return err
+	err := proc.SignalGroup(pid, sig)
+	marked, merr := markedProcesses(id)
+	for _, p := range marked {
+		_ = proc.SignalProcess(p, sig)
+	}
+	return errors.Join(err, merr)
 }
 
 // adopt makes this process the subreaper of its descendants, and runs the
-// reaper until ctx ends: on every SIGCHLD it waits for the zombie
+// reaper until ctx ends: whenever a child exits it waits for the zombie
 // children that are not the leader of a live run (those are their
 // exec.Cmd's to wait for).
 func (e *Engine) adopt(ctx context.Context) {
-	if err := setSubreaper(); err != nil {
+	if err := adoptOrphans(ctx, e.reapOrphans); err != nil {
 		e.log.Warn("cannot adopt orphaned descendants: a process that leaves its run's group may outlive it", logErr, err)
-		return
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGCHLD)
-	defer signal.Stop(sig)
-	for {
-		e.reapOrphans()
-		select {
-		case <-ctx.Done():
-			return
-		case <-sig:
-		}
 	}
 }
 
@@ -64,8 +59,7 @@ func (e *Engine) reapOrphans() {
 	leaders := e.leaders()
 	for _, pid := range childProcesses(true) {
 		if !leaders[pid] {
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			_ = reapZombie(pid)
 		}
 	}
 }
@@ -91,7 +85,7 @@ func (e *Engine) killOrphans() {
 	leaders := e.leaders()
 	for _, pid := range childProcesses(false) {
 		if !leaders[pid] {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = proc.SignalProcess(pid, proc.Kill)
 		}
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
-// seqMarks is a small file, mapped into memory, where the runs engine
+// seqMarks is a small file, mapped into memory (seqmarks_unix.go), where the runs engine
 // keeps the newest seq each live run has published to its ring (and so,
 // perhaps, to followers) with one memory store per line. The store
 // commits log entries in groups, so a kill -9 of flyd loses the entries
@@ -50,7 +48,7 @@ func openSeqMarks(path string) (*seqMarks, map[string]uint64, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("size seq marks: %w", err)
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := mapShared(f, size)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("map seq marks: %w", err)
@@ -130,6 +128,6 @@ func (m *seqMarks) close() {
 	if m == nil {
 		return
 	}
-	unix.Munmap(m.mem)
+	_ = unmap(m.mem)
 	m.f.Close()
 }

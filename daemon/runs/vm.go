@@ -59,13 +59,6 @@ const vmReadyWait = 2 * time.Second
 // run started by this flyd.
 func (r *Run) Errors() *apperrors.List { return r.errors }
 
-func newErrorList(spec Spec) *apperrors.List {
-	if spec.Kind != store.KindRun {
-		return nil
-	}
-	return apperrors.NewList(apperrors.Limits{})
-}
-
 // vmRetry is how long the follower waits before it connects again after
 // losing the VM service while the run lives.
 const vmRetry = time.Second

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/fly-dev/fly/daemon/apperrors"
@@ -20,6 +18,11 @@ import (
 // connection to its VM service, which brings its errors, its reloads (the
 // services flutter_tools registered there) and the records of who did
 // what, as for flyd's own runs. Detaching leaves the app running.
+
+// attachedApp is an app flyd did not start: no process, no options of a
+// process; what differs about it is written where it is used (stop is a
+// detach, its end comes from its VM service).
+var attachedApp = kindOptions{}
 
 // appGoneAfter is how many dials in a row must find nobody before an
 // attached app counts as ended.
@@ -64,7 +67,7 @@ func (e *Engine) Attach(spec AttachSpec) (*Run, error) {
 	}
 	id := store.NewRunID()
 	r := &Run{
-		id: id, kind: store.KindApp, root: spec.Root, eng: e,
+		id: id, kind: store.KindApp, opts: attachedApp, root: spec.Root, eng: e,
 		ring:     logring.New(e.ringOptions()),
 		pending:  make(map[int]chan machineMsg),
 		started:  make(chan struct{}),
@@ -85,16 +88,8 @@ func (e *Engine) Attach(spec AttachSpec) (*Run, error) {
 	r.markSlot = e.marks.track(id)
 	e.runs[id] = r
 	e.mu.Unlock()
-	r.note(fmt.Sprintf("attached to %s at %s (flyd did not start it: detaching leaves it running)", spec.Name, spec.VMServiceURI))
-	if e.db != nil {
-		if err := e.db.PutRun(r.record()); err != nil {
-			e.log.Warn("save run record", logRun, id, logErr, err)
-		}
-	}
-	if spec.By != nil {
-		r.logAction(store.Action{What: "attach", By: *spec.By, Outcome: spec.VMServiceURI})
-	}
-	r.announce()
+	r.begin(fmt.Sprintf("attached to %s at %s (flyd did not start it: detaching leaves it running)", spec.Name, spec.VMServiceURI),
+		spec.By, store.Action{What: "attach", Outcome: spec.VMServiceURI})
 	e.wg.Add(1)
 	go func() { // owned by the engine: ends when the app is detached or gone
 		defer e.wg.Done()
@@ -158,18 +153,10 @@ func (r *Run) superviseApp() {
 	r.mu.Unlock()
 	r.note(note)
 	r.persist()
-	if r.eng.db != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if r.eng.db.Flush(ctx) == nil {
-			r.eng.marks.untrack(r.id)
-		}
-		cancel()
-	}
+	r.flushLog()
 	r.ring.Close()
 	close(r.done)
-	r.eng.mu.Lock()
-	delete(r.eng.runs, r.id)
-	r.eng.mu.Unlock()
+	r.eng.forget(r)
 	r.announce()
 }
 
@@ -229,90 +216,4 @@ func (r *Run) restartApp(ctx context.Context, full bool) (machineRestartResult, 
 		return machineRestartResult{}, err
 	}
 	return machineRestartResult{Code: 0, Message: what(full) + " through " + method}, nil
-}
-
-// restartThroughAttach reloads the app through a flutter attach of
-// flyd's: the tool that ran it is gone, and with it the services that
-// recompile it.
-func (r *Run) restartThroughAttach(ctx context.Context, full bool) (machineRestartResult, error) {
-	h, err := r.attachHelper(ctx)
-	if err != nil {
-		return machineRestartResult{}, err
-	}
-	m, err := h.request(ctx, "app.restart", machineRestartParams{AppID: h.record().AppID, FullRestart: full, Reason: "manual"})
-	if err != nil {
-		return machineRestartResult{}, fmt.Errorf("%s of run %s through flutter attach (run %s): %w", what(full), r.id, h.id, err)
-	}
-	if m.Error != "" {
-		return machineRestartResult{}, fmt.Errorf("%s of run %s through flutter attach (run %s): %s", what(full), r.id, h.id, m.Error)
-	}
-	var res machineRestartResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
-		return machineRestartResult{}, fmt.Errorf("%s of run %s: unexpected reply %s", what(full), r.id, m.Result)
-	}
-	return res, nil
-}
-
-// attachHelper returns the run's `flutter attach --machine`, starting it
-// (in the app's workspace, with the attacher's environment) if there is
-// none live: the tool that can recompile and reload the app now that its
-// own is gone. --no-dds when the app's DDS still answers.
-func (r *Run) attachHelper(ctx context.Context) (*Run, error) {
-	r.mu.Lock()
-	h := r.helper
-	r.mu.Unlock()
-	if h == nil || !h.live() {
-		uri := r.record().VMServiceURI
-		args := []string{"attach", "--machine", "--debug-uri", httpForm(uri)}
-		var v map[string]any
-		if r.CallVM(ctx, "getDartDevelopmentServiceVersion", nil, 0, &v) == nil {
-			args = append(args, "--no-dds")
-		}
-		var err error
-		if h, err = r.eng.Start(ctx, Spec{Kind: store.KindAttach, Root: r.root, Env: r.env, Args: args}); err != nil {
-			return nil, fmt.Errorf("start flutter attach for run %s: %w", r.id, err)
-		}
-		r.mu.Lock()
-		r.helper = h
-		r.mu.Unlock()
-		r.note("its own tool is gone: reloading it through flutter attach (run " + h.id + ")")
-	}
-	select {
-	case <-h.Started():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if rec := h.record(); rec.State != stateRunning || rec.AppID == "" {
-		return nil, fmt.Errorf("flutter attach for run %s did not attach (%s): see %s", r.id, rec.State, LogURI(store.KindAttach, h.id))
-	}
-	return h, nil
-}
-
-// stopDetach ends a flutter attach of flyd's without ending the app:
-// app.detach, then the usual signals.
-func (r *Run) stopDetach(ctx context.Context) error {
-	if appID := r.record().AppID; appID != "" {
-		rctx, cancel := context.WithTimeout(ctx, r.eng.cfg.StopGrace)
-		_, _ = r.request(rctx, "app.detach", machineAppIDParams{AppID: appID})
-		cancel()
-		if r.wait(ctx, r.eng.cfg.StopGrace) {
-			return nil
-		}
-	}
-	return r.stop(ctx)
-}
-
-// httpForm is the http form of a VM-service WebSocket URI, as flutter
-// attach's --debug-uri takes it: ws://h/TOKEN=/ws becomes http://h/TOKEN=/.
-func httpForm(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil {
-		return uri
-	}
-	u.Scheme = "http"
-	u.Path = strings.TrimSuffix(u.Path, "ws")
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-	}
-	return u.String()
 }
