@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -367,8 +368,7 @@ func (r *Relay) startFlyd() (*started, error) {
 	cmd := exec.Command(r.cfg.Flyd[0], r.cfg.Flyd[1:]...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := proc.StartDetached(cmd); err != nil {
 		return nil, fmt.Errorf("start flyd: %w", err)
 	}
 	st := &started{pid: cmd.Process.Pid, log: p.Log(), offset: offset, exited: make(chan error, 1)}

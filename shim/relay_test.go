@@ -16,12 +16,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -655,7 +655,7 @@ func setHelperEnv(t *testing.T, mode, sock, state string) []string {
 			return
 		}
 		if pid, err := strconv.Atoi(string(b)); err == nil {
-			syscall.Kill(pid, syscall.SIGKILL)
+			proc.SignalProcess(pid, proc.Kill)
 		}
 	})
 	return []string{exe, "run"}

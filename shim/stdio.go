@@ -3,7 +3,6 @@ package shim
 import (
 	"io"
 	"os"
-	"syscall"
 )
 
 // Pollable returns a reader of f for Config.Stdin that waits in the Go
@@ -13,7 +12,8 @@ import (
 // event loop as flyd's replies, which saves a thread handoff per request,
 // and the relay can interrupt a pending read when it returns. Anything
 // else (a terminal, a file) is returned as it is: making a terminal
-// non-blocking would leak into the shell that shares it.
+// non-blocking would leak into the shell that shares it. (Unix:
+// stdio_unix.go; Windows: stdio_windows.go.)
 //
 // restore puts f back in blocking mode and closes the duplicate; call it
 // once the relay has returned.
@@ -23,19 +23,5 @@ func Pollable(f *os.File) (r io.Reader, restore func()) {
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return f, nop
 	}
-	fd, err := syscall.Dup(int(f.Fd()))
-	if err != nil {
-		return f, nop
-	}
-	syscall.CloseOnExec(fd)
-	// O_NONBLOCK belongs to the open file, which the duplicate shares.
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(fd)
-		return f, nop
-	}
-	dup := os.NewFile(uintptr(fd), f.Name()) // pollable: fd is non-blocking
-	return dup, func() {
-		dup.Close()
-		_ = syscall.SetNonblock(int(f.Fd()), false)
-	}
+	return pollable(f)
 }
