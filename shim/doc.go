@@ -9,5 +9,14 @@
 // It does not speak MCP beyond the few messages a reconnect replays, and
 // knows nothing of service managers: the caller passes a Start function.
 // It imports only the standard library, coder/websocket and fly's
-// internal path and wire packages; never the MCP SDK, bbolt or daemon.
+// internal paths, wire, lockfile and proc packages; never the MCP SDK,
+// bbolt or daemon.
+//
+// Its files by concern: relay.go (Config, New, Run: the lifecycle),
+// session.go (one connection's session: replay, relay, drain), input.go
+// (reading stdin), forward.go (messages both ways), stdout.go (the one
+// writer of Stdout), inflight.go (the requests in flight), replay.go and
+// reconnect.go (what a reconnect gives back), dial.go (dialing and
+// starting flyd), line.go and scan.go (reading JSON-RPC lines), and the
+// per-OS stdio_*.go (Pollable) and lock.go (the start lock).
 package shim
