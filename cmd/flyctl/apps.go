@@ -3,61 +3,50 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 )
 
-const appsUsage = `Usage:
-  flyctl apps [--json]
-
-Lists the Flutter apps that run outside fly (started by an IDE or a
+// appsAbout is what flyctl apps --help says it does.
+const appsAbout = `Lists the Flutter apps that run outside fly (started by an IDE or a
 terminal) that flyd found in its served workspaces, through the files
 Dart Tooling Daemons write ($DART_DATA_HOME/dtd, else Dart's state
 directory): each with a stable id, its name, the IDE that runs it, since
 when flyd knows it, its VM-service URI and its workspace. --json prints
-{"apps": [...]}.
+{"apps": [...]}.`
 
-Flags:
-%s`
+type appsOptions struct{ json bool }
 
-func runApps(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("flyctl apps", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print the apps as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, appsUsage, fs.FlagUsages())
-			return nil
-		}
-		return usagef("apps: %v", err)
+func (o *appsOptions) flags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "print the apps as JSON")
+}
+
+func cmdApps(ctx context.Context, c *call, o *appsOptions) error {
+	if err := c.noArgs(); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("apps takes no arguments, got %q", fs.Args())
-	}
-	c, err := newClient(getenv)
+	lc, err := c.client()
 	if err != nil {
 		return err
 	}
-	l, err := listRuns(ctx, c)
+	l, err := lc.Runs(ctx)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.json {
 		b, err := json.Marshal(struct {
 			Apps []json.RawMessage `json:"apps"`
-		}{Apps: append([]json.RawMessage{}, l.rawApps...)})
+		}{Apps: append([]json.RawMessage{}, l.RawApps...)})
 		if err != nil {
 			return err
 		}
-		return writeIndentedJSON(stdout, b)
+		return writeIndentedJSON(c.stdout, b)
 	}
-	if len(l.apps) == 0 {
-		fmt.Fprintln(stderr, "flyctl: no app found outside fly in the served workspaces (an IDE's app shows once a session has its workspace open)")
+	if len(l.Apps) == 0 {
+		fmt.Fprintln(c.stderr, "flyctl: no app found outside fly in the served workspaces (an IDE's app shows once a session has its workspace open)")
 		return nil
 	}
-	return writeAppsTable(stdout, l.apps, time.Now(), isTerminal(stdout))
+	return writeAppsTable(c.stdout, l.Apps, time.Now(), isTerminal(c.stdout))
 }

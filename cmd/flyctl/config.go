@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,20 +16,15 @@ import (
 	"strings"
 	"time"
 
-	"net/url"
-
+	"github.com/fly-dev/fly/internal/localclient"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
 
-const configUsage = `Usage:
-  flyctl config mcp --client CLIENT [--workspace DIR] [--flyctl PATH] [--write]
-  flyctl config mcp --client CLIENT --http [--workspace DIR] [--write]
-  flyctl config mcp --client CLIENT --import [--write]
-
-Prints the MCP configuration that makes an editor run "flyctl mcp", as a
+// configMCPAbout is what flyctl config mcp --help says it does.
+const configMCPAbout = `Prints the MCP configuration that makes an editor run "flyctl mcp", as a
 whole config file; with --write, merges it into the editor's config file
 instead. CLIENT is one of:
 
@@ -64,18 +60,7 @@ the editor starts.
 into flyd's upstreams.json, so that flyd runs each once per workspace for
 every client, and leaves only "fly" (flyctl mcp) in the editor's file;
 their tools then appear as NAME_<tool>. URL servers stay. It prints the
-plan; with --write it applies it, backing the editor's file up first.
-
-Flags:
-%s
-Examples:
-  flyctl config mcp --client vscode
-  flyctl config mcp --client cursor --write
-  flyctl config mcp --client claude --workspace ~/src/my_app --write
-  flyctl config mcp --client claude-code --import --write
-  flyctl config mcp --client vscode --http --write
-  flyctl config mcp --client cursor --tools app,files --write
-`
+plan; with --write it applies it, backing the editor's file up first.`
 
 // mcpClient is an editor that runs MCP servers from a JSON config file.
 type mcpClient struct {
@@ -127,20 +112,6 @@ type serverEntry struct {
 	Env     map[string]string `json:"env,omitempty"`
 }
 
-func runConfig(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("config needs a verb: flyctl config mcp --client %s", strings.ReplaceAll(mcpClientNames(), ", ", "|"))
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, configUsage, newConfigFlags(&configOptions{}).FlagUsages())
-		return nil
-	case "mcp":
-		return runConfigMCP(ctx, args[1:], getenv, stdout, stderr)
-	}
-	return usagef("unknown config verb %q; the verb is mcp: flyctl config mcp --client CLIENT", args[0])
-}
-
 type configOptions struct {
 	client    string
 	workspace string
@@ -152,9 +123,7 @@ type configOptions struct {
 	disable   []string
 }
 
-func newConfigFlags(o *configOptions) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("flyctl config mcp", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func (o *configOptions) flags(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 	fs.StringVar(&o.client, "client", "", "the editor `CLIENT`: "+mcpClientNames())
 	fs.StringVar(&o.workspace, "workspace", "", "the project `DIR` (default: the current directory)")
@@ -164,21 +133,12 @@ func newConfigFlags(o *configOptions) *pflag.FlagSet {
 	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools for this editor: presets (app, files), categories, names or globs (see flyctl mcp --help)")
 	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out for this editor: names, categories or globs (repeatable)")
 	fs.BoolVar(&o.imp, "import", false, "move the editor's own stdio servers into flyd's upstreams.json, leaving flyctl mcp in their place (prints the plan; --write applies it, keeping a backup)")
-	return fs
 }
 
-func runConfigMCP(_ context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var o configOptions
-	fs := newConfigFlags(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, configUsage, fs.FlagUsages())
-			return nil
-		}
-		return usagef("config mcp: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("config mcp takes no arguments, got %q", fs.Args())
+func cmdConfigMCP(_ context.Context, c *call, o *configOptions) error {
+	getenv, stdout, stderr := c.getenv, c.stdout, c.stderr
+	if err := c.noArgs(); err != nil {
+		return err
 	}
 	if o.client == "" {
 		return usagef("config mcp needs --client: %s", mcpClientNames())
@@ -200,7 +160,7 @@ func runConfigMCP(_ context.Context, args []string, getenv func(string) string, 
 	}
 	entry.Args = append(slices.Clone(entry.Args), filterArgs(o.tools, o.disable)...)
 	if o.imp {
-		return runImport(mc, dir, entry, o.write, getenv, stdout, stderr)
+		return importServers(mc, dir, entry, o.write, getenv, stdout, stderr)
 	}
 	var server any = entry
 	if o.http {
@@ -357,15 +317,15 @@ func (mc mcpClient) httpEntry(dir string, tools, disable []string, getenv func(s
 // until it restarts, and the editor would later send its token to
 // whoever holds it then. With no flyd running, the default is named.
 func configuredListen(getenv func(string) string) (string, error) {
-	c, err := newClient(getenv)
+	lc, err := newClient(getenv)
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var st wire.Status
-	if err := c.getJSON(ctx, wire.RouteStatus, &st); err != nil {
-		var ae *apiError
+	st, err := lc.Status(ctx)
+	if err != nil {
+		var ae *localclient.APIError
 		if errors.As(err, &ae) {
 			return "", fmt.Errorf("config mcp --http: ask flyd where it listens: %w", err)
 		}
@@ -590,9 +550,9 @@ func sameJSON(a, b []byte) bool {
 	return bytes.Equal(xb, yb)
 }
 
-// runImport prints, or with write applies, the move of the editor's
+// importServers prints, or with write applies, the move of the editor's
 // stdio servers into flyd's upstreams.json.
-func runImport(mc mcpClient, dir string, fly serverEntry, write bool, getenv func(string) string, stdout, stderr io.Writer) error {
+func importServers(mc mcpClient, dir string, fly serverEntry, write bool, getenv func(string) string, stdout, stderr io.Writer) error {
 	name, err := mc.path(dir, getenv)
 	if err != nil {
 		return err

@@ -1,25 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strconv"
 
+	"github.com/fly-dev/fly/internal/localclient"
 	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
 
-const errorsUsage = `Usage:
-  flyctl errors [RUN] [-f] [--all] [--json]
-
-Prints the framework errors of a flutter run (layout overflows, build and
+// errorsAbout is what flyctl errors --help says it does.
+const errorsAbout = `Prints the framework errors of a flutter run (layout overflows, build and
 gesture exceptions, unhandled exceptions), which flutter run --machine
 never prints: one line each, deduplicated with a count, with the
 error-causing widget's location, the most recently seen first. By default
@@ -35,116 +30,104 @@ live flutter run of the workspace containing the current directory (or
 -f follows: after the errors so far it prints each error again as it is
 seen (with its new count), until the run ends. --json prints flyd's
 errors page (with -f, one page per line, NDJSON); its fields may grow
-but never change meaning.
+but never change meaning.`
 
-Flags:
-%s
-Examples:
-  flyctl errors
-  flyctl errors -f
-  flyctl errors 01j9 --json | jq -r '.errors[].location'
-`
+type errorsOptions struct {
+	follow    bool
+	all       bool
+	json      bool
+	workspace string
+}
 
-func runErrors(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("flyctl errors", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	follow := fs.BoolP("follow", "f", false, "keep printing errors as they come, until the run ends")
-	all := fs.Bool("all", false, "include errors from before the last reload or restart")
-	asJSON := fs.Bool("json", false, "print flyd's errors page as JSON (NDJSON with -f)")
-	workspace := fs.String("workspace", "", "pick the newest live run of the workspace containing `DIR`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, errorsUsage, fs.FlagUsages())
-			return nil
-		}
-		return usagef("errors: %v", err)
+func (o *errorsOptions) flags(fs *pflag.FlagSet) {
+	fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing errors as they come, until the run ends")
+	fs.BoolVar(&o.all, "all", false, "include errors from before the last reload or restart")
+	fs.BoolVar(&o.json, "json", false, "print flyd's errors page as JSON (NDJSON with -f)")
+	fs.StringVar(&o.workspace, "workspace", "", "pick the newest live run of the workspace containing `DIR`")
+}
+
+func cmdErrors(ctx context.Context, c *call, o *errorsOptions) error {
+	if len(c.args) > 1 {
+		return usagef("errors takes at most one run, got %q", c.args)
 	}
-	if fs.NArg() > 1 {
-		return usagef("errors takes at most one run, got %q", fs.Args())
-	}
-	c, err := newClient(getenv)
+	lc, err := c.client()
 	if err != nil {
 		return err
 	}
-	var run runInfo
-	if fs.NArg() == 1 {
-		if run, err = resolveRun(ctx, c, fs.Arg(0)); err != nil {
-			return err
-		}
-	} else {
-		dir := currentDir()
-		if *workspace != "" {
-			dir = *workspace
-		}
-		l, err := listRuns(ctx, c)
+	run, err := errorsRun(ctx, lc, c.args, o.workspace)
+	if err != nil {
+		return err
+	}
+	if !o.follow {
+		pg, raw, err := lc.Errors(ctx, run.RunID, o.all)
 		if err != nil {
 			return err
 		}
-		found := false
-		for _, r := range l.runs { // newest first
-			if r.Kind == "run" && r.Live() && inWorkspace(r.Root, dir) {
-				run, found = r, true
-				break
+		if o.json {
+			return writeIndentedJSON(c.stdout, raw)
+		}
+		return printErrors(c.stdout, c.stderr, *pg, true)
+	}
+	s, err := lc.FollowErrors(ctx, run.RunID, o.all)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for first := true; ; first = false {
+		if o.json {
+			line, err := s.NextRaw()
+			if err != nil {
+				return followEnd(ctx, run.RunID, err)
 			}
-		}
-		if !found {
-			return fmt.Errorf("no live flutter run in %s: name one (flyctl runs --all lists them)", dir)
-		}
-	}
-	q := url.Values{}
-	if *all {
-		q.Set("all", "1")
-	}
-	if *follow {
-		q.Set("follow", "1")
-	}
-	resp, err := c.do(ctx, http.MethodGet, runRoute(wire.RouteRunErrors, run.RunID), q)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if !*follow {
-		var pg wire.ErrorsPage
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeIndentedJSON(stdout, b)
-		}
-		if err := json.Unmarshal(b, &pg); err != nil {
-			return fmt.Errorf("read flyd's errors page: %w", err)
-		}
-		return printErrors(stdout, stderr, pg, true)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	first := true
-	for sc.Scan() {
-		line := sc.Bytes()
-		if *asJSON {
-			if _, err := stdout.Write(append(line, '\n')); err != nil {
+			if _, err := c.stdout.Write(append(line, '\n')); err != nil {
 				return err
 			}
 			continue
 		}
-		var pg wire.ErrorsPage
-		if err := json.Unmarshal(line, &pg); err != nil {
-			return fmt.Errorf("read flyd's errors page: %w", err)
+		pg, err := s.Next()
+		if err != nil {
+			return followEnd(ctx, run.RunID, err)
 		}
 		if pg.Type == wire.LogLineEnd {
-			fmt.Fprintf(stderr, "flyctl: run %s ended (%s)\n", run.RunID, pg.State)
+			fmt.Fprintf(c.stderr, "flyctl: run %s ended (%s)\n", run.RunID, pg.State)
 			return nil
 		}
-		if err := printErrors(stdout, stderr, pg, first); err != nil {
+		if err := printErrors(c.stdout, c.stderr, pg, first); err != nil {
 			return err
 		}
-		first = false
 	}
-	if err := sc.Err(); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("the errors of run %s stopped: %w", run.RunID, err)
+}
+
+// errorsRun is the run flyctl errors reads: the one args names, else the
+// newest live flutter run of the workspace containing workspace (or the
+// current directory).
+func errorsRun(ctx context.Context, lc *localclient.Client, args []string, workspace string) (runInfo, error) {
+	if len(args) == 1 {
+		return resolveRun(ctx, lc, args[0])
 	}
-	return nil
+	dir := currentDir()
+	if workspace != "" {
+		dir = workspace
+	}
+	l, err := lc.Runs(ctx)
+	if err != nil {
+		return runInfo{}, err
+	}
+	for _, r := range l.Runs { // newest first
+		if r.Kind == "run" && r.Live() && inWorkspace(r.Root, dir) {
+			return r, nil
+		}
+	}
+	return runInfo{}, fmt.Errorf("no live flutter run in %s: name one (flyctl runs --all lists them)", dir)
+}
+
+// followEnd is how a follow of a run's errors ends when its stream does:
+// quietly at its end or when flyctl is interrupted.
+func followEnd(ctx context.Context, runID string, err error) error {
+	if errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("the errors of run %s stopped: %w", runID, err)
 }
 
 // printErrors prints a page's errors, one line each, escaped (flyd sends

@@ -4,26 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-
-	"github.com/spf13/pflag"
+	"time"
 
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/shim"
+	"github.com/spf13/pflag"
 )
 
-const mcpUsage = `Usage:
-  flyctl mcp [flags]
-
-Relays an MCP client's stdio stream (newline-delimited JSON-RPC) to flyd,
+// mcpAbout is what flyctl mcp --help says it does.
+const mcpAbout = `Relays an MCP client's stdio stream (newline-delimited JSON-RPC) to flyd,
 the per-user daemon, so every editor shares one workspace index, one set of
 flutter runs and their logs. Put this command in your editor's MCP config.
 stdout carries only the protocol; diagnostics go to stderr.
@@ -55,67 +52,49 @@ that names nothing it knows.
 If flyd restarts mid-session (a crash, an upgrade), the shim reconnects
 and restores the session (initialize, subscriptions) without the editor
 noticing, except that requests in flight at that moment fail with an
-error saying so; they are not sent again.
+error saying so; they are not sent again.`
 
-Flags:
-%s
-Examples:
-  # In an editor's MCP config, for the project the editor has open:
-  flyctl mcp
+type mcpOptions struct {
+	workspace        string
+	flyd             string
+	startTimeout     time.Duration
+	reconnectTimeout time.Duration
+	tools            []string
+	disable          []string
+}
 
-  # For a given project:
-  flyctl mcp --workspace ~/src/my_app
+func (o *mcpOptions) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.workspace, "workspace", "", "workspace root the session is bound to (default: the current directory)")
+	fs.StringVar(&o.flyd, "flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
+	fs.DurationVar(&o.startTimeout, "start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
+	fs.DurationVar(&o.reconnectTimeout, "reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
+	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools: presets (app, files, all), categories, names or globs, comma-separated (default: all)")
+	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out: names, categories or globs like dart_pub* (repeatable)")
+	_ = fs.MarkHidden("flyd") // it is defined just above
+}
 
-  # Only what drives a running app, and dart mcp-server's tools but pub:
-  flyctl mcp --tools app,dart --disable 'dart_pub*'
-
-  # Exit when flyd goes away instead of reconnecting:
-  flyctl mcp --reconnect-timeout 0
-
-  # With a flyd that is not installed next to flyctl or on PATH:
-  flyctl mcp --flyd ~/go/bin/flyd --start-timeout 30s
-`
-
-// runMCP is "flyctl mcp": it relays stdin and stdout to a flyd session
+// cmdMCP is "flyctl mcp": it relays stdin and stdout to a flyd session
 // until stdin ends or ctx is done.
-func runMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("flyctl mcp", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {} // --help is handled below; errors are printed by main
-	workspace := fs.String("workspace", "", "workspace root the session is bound to (default: the current directory)")
-	flydPath := fs.String("flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
-	startTimeout := fs.Duration("start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
-	reconnectTimeout := fs.Duration("reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
-	tools := fs.StringSlice("tools", nil, "only these tools: presets (app, files, all), categories, names or globs, comma-separated (default: all)")
-	disable := fs.StringSlice("disable", nil, "leave these tools out: names, categories or globs like dart_pub* (repeatable)")
-	if err := fs.MarkHidden("flyd"); err != nil {
+func cmdMCP(ctx context.Context, c *call, o *mcpOptions) error {
+	if err := c.noArgs(); err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, mcpUsage, fs.FlagUsages())
-			return nil
-		}
+	if o.startTimeout <= 0 {
+		return usagef("mcp: --start-timeout must be positive, got %v", o.startTimeout)
+	}
+	if o.reconnectTimeout < 0 {
+		return usagef("mcp: --reconnect-timeout must not be negative, got %v", o.reconnectTimeout)
+	}
+	if _, err := toolfilter.Parse(o.tools, o.disable); err != nil {
 		return usagef("mcp: %v", err)
 	}
-	if fs.NArg() > 0 {
-		return usagef("mcp takes no arguments, got %q", fs.Args())
-	}
-	if *startTimeout <= 0 {
-		return usagef("mcp: --start-timeout must be positive, got %v", *startTimeout)
-	}
-	if *reconnectTimeout < 0 {
-		return usagef("mcp: --reconnect-timeout must not be negative, got %v", *reconnectTimeout)
-	}
-	if _, err := toolfilter.Parse(*tools, *disable); err != nil {
-		return usagef("mcp: %v", err)
-	}
-	reconnect := *reconnectTimeout
+	reconnect := o.reconnectTimeout
 	if reconnect == 0 {
 		reconnect = -1 // shim.Config: never reconnect
 	}
 
-	root, err := workspaceRoot(*workspace, getenv("HOME"))
+	getenv, stdin := c.getenv, c.stdin
+	root, err := workspaceRoot(o.workspace, getenv("HOME"))
 	if err != nil {
 		return err
 	}
@@ -126,7 +105,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	if err := paths.CheckSocketPath(p.Socket); err != nil {
 		return err
 	}
-	flyd, err := findFlyd(*flydPath, getenv)
+	flyd, err := findFlyd(o.flyd, getenv)
 	if err != nil {
 		return err
 	}
@@ -135,7 +114,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		argv = []string{flyd, "run"}
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The relay waits on two descriptors and does little between: one P
 	// runs it like an event loop, and the runtime has no idle P to wake a
 	// thread for on every message. (On the 2-core test machine the p50 of
@@ -151,14 +130,14 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		StateDir:         p.StateDir,
 		Workspace:        root,
 		Env:              wire.EncodeEnv(environ(getenv)),
-		Tools:            *tools,
-		Disable:          *disable,
+		Tools:            o.tools,
+		Disable:          o.disable,
 		Start:            serviceStarter(getenv, flyd != ""),
 		Flyd:             argv,
-		StartTimeout:     *startTimeout,
+		StartTimeout:     o.startTimeout,
 		ReconnectTimeout: reconnect,
 		Stdin:            stdin,
-		Stdout:           stdout,
+		Stdout:           c.stdout,
 		Log:              log,
 	})
 	return relay.Run(ctx)

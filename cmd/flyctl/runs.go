@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fly-dev/fly/internal/localclient"
 	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
@@ -46,59 +45,29 @@ func outcome(state string, exitCode *int, errMsg string) string {
 	return s
 }
 
-// listedRuns is one GET /v1/runs: the records as flyd sent them (so
-// --json passes on fields this flyctl does not know) and decoded.
-type listedRuns struct {
-	raw     []json.RawMessage
-	runs    []runInfo
-	rawApps []json.RawMessage
-	apps    []wire.App
-}
-
-func listRuns(ctx context.Context, c *client) (listedRuns, error) {
-	var reply struct {
-		Runs []json.RawMessage `json:"runs"`
-		Apps []json.RawMessage `json:"apps"`
-	}
-	if err := c.getJSON(ctx, wire.RouteRuns, &reply); err != nil {
-		return listedRuns{}, err
-	}
-	l := listedRuns{raw: reply.Runs, runs: make([]runInfo, len(reply.Runs)), rawApps: reply.Apps, apps: make([]wire.App, len(reply.Apps))}
-	for i, raw := range reply.Runs {
-		if err := json.Unmarshal(raw, &l.runs[i]); err != nil {
-			return listedRuns{}, fmt.Errorf("read flyd's run list: %w", err)
-		}
-	}
-	for i, raw := range reply.Apps {
-		if err := json.Unmarshal(raw, &l.apps[i]); err != nil {
-			return listedRuns{}, fmt.Errorf("read flyd's app list: %w", err)
-		}
-	}
-	return l, nil
-}
-
 // resolveRun finds the run named by id, a run id or a unique prefix of
 // one, the way docker resolves container ids.
-func resolveRun(ctx context.Context, c *client, id string) (runInfo, error) {
-	var ri runInfo
-	err := c.getJSON(ctx, runRoute(wire.RouteRun, id), &ri)
-	var ae *apiError
-	if err == nil || !errors.As(err, &ae) || ae.status != http.StatusNotFound {
-		return ri, err
+func resolveRun(ctx context.Context, lc *localclient.Client, id string) (runInfo, error) {
+	r, err := lc.Run(ctx, id)
+	if err == nil {
+		return *r, nil
 	}
-	l, lerr := listRuns(ctx, c)
+	if !localclient.IsNotFound(err) {
+		return runInfo{}, err
+	}
+	l, lerr := lc.Runs(ctx)
 	if lerr != nil {
-		return ri, lerr
+		return runInfo{}, lerr
 	}
 	var matches []runInfo
-	for _, r := range l.runs {
+	for _, r := range l.Runs {
 		if strings.HasPrefix(r.RunID, id) {
 			matches = append(matches, r)
 		}
 	}
 	switch len(matches) {
 	case 0:
-		return ri, err
+		return runInfo{}, err
 	case 1:
 		return matches[0], nil
 	}
@@ -110,7 +79,7 @@ func resolveRun(ctx context.Context, c *client, id string) (runInfo, error) {
 	if len(matches) > len(ids) {
 		more = fmt.Sprintf(" and %d more", len(matches)-len(ids))
 	}
-	return ri, fmt.Errorf("run %q is ambiguous: it is a prefix of %s%s; give more of the id", id, strings.Join(ids, ", "), more)
+	return runInfo{}, fmt.Errorf("run %q is ambiguous: it is a prefix of %s%s; give more of the id", id, strings.Join(ids, ", "), more)
 }
 
 // inWorkspace reports whether dir is root or lies under it.
@@ -135,47 +104,37 @@ func currentDir() string {
 	return wd
 }
 
-const runsUsage = `Usage:
-  flyctl runs [--all] [--workspace DIR] [--json]
-
-Lists flutter runs, builds and one-shot tools (devices, doctor) that flyd
+// runsAbout is what flyctl runs --help says it does.
+const runsAbout = `Lists flutter runs, builds and one-shot tools (devices, doctor) that flyd
 knows of, newest first: by default those of the workspace that contains
 the current directory (or --workspace DIR), plus every live one
 elsewhere; --all lists every run flyd keeps (it keeps the last 100
 finished ones for a week by default). STARTED is relative on a terminal
 and RFC 3339 otherwise. --json prints {"runs": [...]} with flyd's run
-records; their fields may grow but never change meaning.
+records; their fields may grow but never change meaning.`
 
-Flags:
-%s
-Examples:
-  flyctl runs
-  flyctl runs --all
-  flyctl runs --json | jq -r '.runs[] | select(.state == "running") | .run_id'
-`
+type runsOptions struct {
+	all       bool
+	workspace string
+	json      bool
+}
 
-func runRuns(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("flyctl runs", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	all := fs.Bool("all", false, "list the runs of every workspace, live or not")
-	workspace := fs.String("workspace", "", "list the runs of the workspace containing `DIR` (default: the current directory)")
-	asJSON := fs.Bool("json", false, "print the runs as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, runsUsage, fs.FlagUsages())
-			return nil
-		}
-		return usagef("runs: %v", err)
+func (o *runsOptions) flags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.all, "all", false, "list the runs of every workspace, live or not")
+	fs.StringVar(&o.workspace, "workspace", "", "list the runs of the workspace containing `DIR` (default: the current directory)")
+	fs.BoolVar(&o.json, "json", false, "print the runs as JSON")
+}
+
+func cmdRuns(ctx context.Context, c *call, o *runsOptions) error {
+	if len(c.args) > 0 {
+		return usagef("runs takes no arguments, got %q (to see one run's log: flyctl logs tail RUN)", c.args)
 	}
-	if fs.NArg() > 0 {
-		return usagef("runs takes no arguments, got %q (to see one run's log: flyctl logs tail RUN)", fs.Args())
-	}
-	if *all && *workspace != "" {
+	if o.all && o.workspace != "" {
 		return usagef("runs: --all and --workspace cannot be combined")
 	}
 	dir := currentDir()
-	if *workspace != "" {
-		abs, err := filepath.Abs(*workspace)
+	if o.workspace != "" {
+		abs, err := filepath.Abs(o.workspace)
 		if err == nil {
 			abs, err = filepath.EvalSymlinks(abs)
 		}
@@ -184,30 +143,30 @@ func runRuns(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		dir = abs
 	}
-	c, err := newClient(getenv)
+	lc, err := c.client()
 	if err != nil {
 		return err
 	}
-	l, err := listRuns(ctx, c)
+	l, err := lc.Runs(ctx)
 	if err != nil {
 		return err
 	}
 	var raw, rawApps []json.RawMessage
 	var runs []runInfo
 	var apps []wire.App
-	for i, r := range l.runs {
-		if *all || r.Live() || inWorkspace(r.Root, dir) {
-			raw = append(raw, l.raw[i])
+	for i, r := range l.Runs {
+		if o.all || r.Live() || inWorkspace(r.Root, dir) {
+			raw = append(raw, l.RawRuns[i])
 			runs = append(runs, r)
 		}
 	}
-	for i, a := range l.apps {
-		if *all || inWorkspace(a.Workspace, dir) {
-			rawApps = append(rawApps, l.rawApps[i])
+	for i, a := range l.Apps {
+		if o.all || inWorkspace(a.Workspace, dir) {
+			rawApps = append(rawApps, l.RawApps[i])
 			apps = append(apps, a)
 		}
 	}
-	if *asJSON {
+	if o.json {
 		b, err := json.Marshal(struct {
 			Runs []json.RawMessage `json:"runs"`
 			Apps []json.RawMessage `json:"apps"`
@@ -215,15 +174,16 @@ func runRuns(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return err
 		}
-		return writeIndentedJSON(stdout, b)
+		return writeIndentedJSON(c.stdout, b)
 	}
+	stdout, stderr := c.stdout, c.stderr
 	now, tty := time.Now(), isTerminal(stdout)
 	switch {
 	case len(runs) > 0:
 		if err := writeRunsTable(stdout, runs, now, tty); err != nil {
 			return err
 		}
-	case *all:
+	case o.all:
 		fmt.Fprintln(stderr, "flyctl: flyd has no runs")
 	default:
 		fmt.Fprintf(stderr, "flyctl: no runs in %s and none live (flyctl runs --all lists every workspace)\n", dir)

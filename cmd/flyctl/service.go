@@ -17,33 +17,15 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const serviceUsage = `Usage:
-  flyctl service <command> [flags]
-
-Runs flyd as a service of your user, so that it starts at login and restarts
+// serviceAbout is what flyctl service --help says it does; the page
+// lists the verbs after it.
+const serviceAbout = `Runs flyd as a service of your user, so that it starts at login and restarts
 when it fails: a systemd user unit on Linux, a launchd agent on macOS. The
 service runs "flyd run" (the flyd next to flyctl, else the one on PATH) with
-your PATH baked in, so that it finds flutter. No root is needed.
+your PATH baked in, so that it finds flutter. No root is needed.`
 
-Commands:
-  install    write the unit, enable it at login and start flyd
-  uninstall  stop flyd and remove the unit
-  start      start flyd now
-  stop       stop flyd until the next login or start
-  restart    stop and start flyd, e.g. after upgrading it
-  status     show whether the service is installed and running, and what it runs
-
-Run 'flyctl service <command> --help' for its flags.
-
-Examples:
-  flyctl service install
-  flyctl service status
-`
-
-const serviceInstallUsage = `Usage:
-  flyctl service install [--force] [--allow-root] [--dry-run]
-
-Installs flyd as a service of your user and starts it; from then on it starts
+// serviceInstallAbout is what flyctl service install --help says it does.
+const serviceInstallAbout = `Installs flyd as a service of your user and starts it; from then on it starts
 at every login and is restarted when it fails. The service runs "flyd run"
 with the flyd next to flyctl (else the one on PATH), and with these variables
 baked in when set: PATH, FLUTTER_ROOT, ANDROID_HOME, ANDROID_SDK_ROOT,
@@ -56,64 +38,31 @@ JAVA_HOME, PUB_CACHE, FLY_SOCKET, FLY_STATE_DIR.
 
 An existing unit is only replaced with --force: run that after moving flyd or
 changing your PATH. It refuses to run as root, which would install flyd for
-root rather than for you, unless given --allow-root.
+root rather than for you, unless given --allow-root.`
 
-Flags:
-%s
-Examples:
-  flyctl service install
-  flyctl service install --dry-run
-  flyctl service install --force
-`
+// What flyctl service uninstall, start, stop and restart --help say they do.
+const (
+	serviceUninstallAbout = `Stops flyd and removes its unit, so it no longer starts at login. Doing so
+when nothing is installed is not an error.`
+	serviceStartAbout   = "Starts the installed flyd service now."
+	serviceStopAbout    = "Stops the flyd service; it starts again at the next login, or with\nflyctl service start. Runs that flyd owns are stopped with it."
+	serviceRestartAbout = "Stops and starts the flyd service, e.g. after upgrading flyd. Runs\nthat flyd owns are stopped."
+)
 
-const serviceUninstallUsage = `Usage:
-  flyctl service uninstall
-
-Stops flyd and removes its unit, so it no longer starts at login. Doing so
-when nothing is installed is not an error.
-
-Examples:
-  flyctl service uninstall
-`
-
-const serviceControlUsage = `Usage:
-  flyctl service %[1]s
-
-%[2]s
-
-Examples:
-  flyctl service %[1]s
-  flyctl service status
-`
-
-var serviceControlHelp = map[string]string{
-	"start":   "Starts the installed flyd service now.",
-	"stop":    "Stops the flyd service; it starts again at the next login, or with\nflyctl service start. Runs that flyd owns are stopped with it.",
-	"restart": "Stops and starts the flyd service, e.g. after upgrading flyd. Runs\nthat flyd owns are stopped.",
-}
-
-const serviceStatusUsage = `Usage:
-  flyctl service status [--json]
-
-Shows whether the flyd service is installed and running, the flyd binary and
+// serviceStatusAbout is what flyctl service status --help says it does.
+const serviceStatusAbout = `Shows whether the flyd service is installed and running, the flyd binary and
 PATH its unit holds, and where its log is. It warns on stderr when they are
 not what install would write now, and on Linux when the service stops at
 logout because lingering is off. It exits 0 whatever the state; scripts read
---json.
-
-Flags:
-%s
-Examples:
-  flyctl service status
-  flyctl service status --json | jq -r .state
-`
+--json.`
 
 // serviceReadyTimeout is how long start, restart and install wait for a started
 // flyd to answer on its socket.
 const serviceReadyTimeout = 10 * time.Second
 
 // serviceCmd is "flyctl service". Its fields are what it needs from the
-// machine; runService fills them with the real ones and tests with fakes.
+// machine; newServiceCmd fills them with the real ones and tests with
+// fakes.
 type serviceCmd struct {
 	goos       string
 	getenv     func(string) string
@@ -126,61 +75,40 @@ type serviceCmd struct {
 	stderr     io.Writer
 }
 
-func runService(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c := &serviceCmd{
+// newServiceCmd is flyctl service on this machine, for the call c.
+func newServiceCmd(c *call) *serviceCmd {
+	return &serviceCmd{
 		goos:       runtime.GOOS,
-		getenv:     getenv,
+		getenv:     c.getenv,
 		geteuid:    os.Geteuid,
 		executable: os.Executable,
 		connect:    connectManager,
 		linger:     lingerEnabled,
-		ping:       pingDaemon(getenv),
-		stdout:     stdout,
-		stderr:     stderr,
+		ping:       pingDaemon(c.getenv),
+		stdout:     c.stdout,
+		stderr:     c.stderr,
 	}
-	return c.run(ctx, args)
 }
 
+// run runs "flyctl service args..." on c's machine, fakes included.
 func (c *serviceCmd) run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(c.stderr, serviceUsage)
-		return usagef("service: no command given")
-	}
-	switch verb, rest := args[0], args[1:]; verb {
-	case "-h", "--help", "help":
-		fmt.Fprint(c.stdout, serviceUsage)
-		return nil
-	case "install":
-		return c.install(ctx, rest)
-	case "uninstall":
-		return c.uninstall(ctx, rest)
-	case "start", "stop", "restart":
-		return c.control(ctx, verb, rest)
-	case "status":
-		return c.status(ctx, rest)
-	default:
-		return usagef("service: unknown command %q (want install, uninstall, start, stop, restart or status)", verb)
-	}
+	cl := &call{getenv: c.getenv, stdin: strings.NewReader(""), stdout: c.stdout, stderr: c.stderr, service: c}
+	return dispatch(ctx, cl, commands().verb("service"), args)
 }
 
-// parse parses a verb's flags. It reports done when --help was printed.
-func (c *serviceCmd) parse(flags *pflag.FlagSet, args []string, help string) (done bool, err error) {
-	flags.SetOutput(io.Discard)
-	flags.Usage = func() {}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			if strings.Contains(help, "%s") {
-				help = fmt.Sprintf(help, flags.FlagUsages())
-			}
-			fmt.Fprint(c.stdout, help)
-			return true, nil
+// serviceVerb is the handler of a verb of flyctl service: a method of
+// the serviceCmd the call acts on.
+func serviceVerb[O any, P options[O]](m func(*serviceCmd, context.Context, *call, P) error) handler {
+	return handle(func(ctx context.Context, c *call, o P) error {
+		if err := c.noArgs(); err != nil {
+			return err
 		}
-		return false, usagef("%s: %v", flags.Name(), err)
-	}
-	if flags.NArg() > 0 {
-		return false, usagef("%s takes no arguments, got %q", flags.Name(), flags.Args())
-	}
-	return false, nil
+		s := c.service
+		if s == nil {
+			s = newServiceCmd(c)
+		}
+		return m(s, ctx, c, o)
+	})
 }
 
 func (c *serviceCmd) platform() (servicePlatform, error) {
@@ -260,15 +188,16 @@ func (c *serviceCmd) warnf(format string, args ...any) {
 	fmt.Fprintf(c.stderr, "flyctl: warning: "+format+"\n", args...)
 }
 
-func (c *serviceCmd) install(ctx context.Context, args []string) error {
-	flags := pflag.NewFlagSet("service install", pflag.ContinueOnError)
-	force := flags.Bool("force", false, "replace an existing unit")
-	allowRoot := flags.Bool("allow-root", false, "install even when running as root")
-	dryRun := flags.Bool("dry-run", false, "print the unit and where it would go; change nothing")
-	if done, err := c.parse(flags, args, serviceInstallUsage); done || err != nil {
-		return err
-	}
-	if err := c.checkRoot(*allowRoot); err != nil {
+type serviceInstallOptions struct{ force, allowRoot, dryRun bool }
+
+func (o *serviceInstallOptions) flags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.force, "force", false, "replace an existing unit")
+	fs.BoolVar(&o.allowRoot, "allow-root", false, "install even when running as root")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print the unit and where it would go; change nothing")
+}
+
+func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOptions) error {
+	if err := c.checkRoot(o.allowRoot); err != nil {
 		return err
 	}
 	p, err := c.platform()
@@ -295,15 +224,15 @@ func (c *serviceCmd) install(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *dryRun {
+	if o.dryRun {
 		fmt.Fprintf(c.stderr, "flyctl: would write %s:\n", p.file)
-		if installed && !*force {
+		if installed && !o.force {
 			fmt.Fprintf(c.stderr, "flyctl: (it exists: install needs --force to replace it)\n")
 		}
 		_, err := io.WriteString(c.stdout, unit)
 		return err
 	}
-	if installed && !*force {
+	if installed && !o.force {
 		return fmt.Errorf("the flyd service is already installed (%s); replace it with: flyctl service install --force", p.file)
 	}
 
@@ -351,11 +280,7 @@ func (c *serviceCmd) install(ctx context.Context, args []string) error {
 	return c.waitReady(ctx, p)
 }
 
-func (c *serviceCmd) uninstall(ctx context.Context, args []string) error {
-	flags := pflag.NewFlagSet("service uninstall", pflag.ContinueOnError)
-	if done, err := c.parse(flags, args, serviceUninstallUsage); done || err != nil {
-		return err
-	}
+func (c *serviceCmd) uninstall(ctx context.Context, _ *call, _ *noFlags) error {
 	p, err := c.platform()
 	if err != nil {
 		return err
@@ -388,12 +313,8 @@ func (c *serviceCmd) uninstall(ctx context.Context, args []string) error {
 }
 
 // control is start, stop and restart.
-func (c *serviceCmd) control(ctx context.Context, verb string, args []string) error {
-	flags := pflag.NewFlagSet("service "+verb, pflag.ContinueOnError)
-	help := fmt.Sprintf(serviceControlUsage, verb, serviceControlHelp[verb])
-	if done, err := c.parse(flags, args, help); done || err != nil {
-		return err
-	}
+func (c *serviceCmd) control(ctx context.Context, cl *call, _ *noFlags) error {
+	verb := cl.cmd.name
 	p, err := c.platform()
 	if err != nil {
 		return err
@@ -516,12 +437,13 @@ type serviceStatus struct {
 	Warnings    []string `json:"warnings"`
 }
 
-func (c *serviceCmd) status(ctx context.Context, args []string) error {
-	flags := pflag.NewFlagSet("service status", pflag.ContinueOnError)
-	asJSON := flags.Bool("json", false, "print the status as JSON")
-	if done, err := c.parse(flags, args, serviceStatusUsage); done || err != nil {
-		return err
-	}
+type serviceStatusOptions struct{ json bool }
+
+func (o *serviceStatusOptions) flags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "print the status as JSON")
+}
+
+func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOptions) error {
 	p, err := c.platform()
 	if err != nil {
 		return err
@@ -587,7 +509,7 @@ func (c *serviceCmd) status(ctx context.Context, args []string) error {
 		c.warnLinger(ctx, p, &st)
 	}
 
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,8 +13,6 @@ import (
 	"time"
 
 	"github.com/kardianos/service"
-
-	"github.com/fly-dev/fly/internal/wire"
 )
 
 // This file is what the service verbs ask of the machine: the OS service
@@ -161,27 +156,13 @@ func loginName(getenv func(string) string) string {
 // getenv points to, whatever its protocol version.
 func pingDaemon(getenv func(string) string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
-		c, err := newClient(getenv)
+		lc, err := newClient(getenv)
 		if err != nil {
 			return 0, err
 		}
-		defer c.http.CloseIdleConnections()
+		defer lc.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://flyd"+wire.RouteStatus, nil)
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set(wire.HeaderVersion, wire.VersionHeader())
-		resp, err := c.http.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		var st status
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil || st.PID == 0 {
-			return 0, fmt.Errorf("flyd answered %s without its pid", resp.Status)
-		}
-		return st.PID, nil
+		return lc.Ping(ctx)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,13 +20,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const upstreamUsage = `Usage:
-  flyctl upstream add NAME [--share workspace|global|session] [--prefix P] [--env K=V]... [--timeout D] [--protocol V] [--force] -- COMMAND [ARGS...]
-  flyctl upstream list [--json]
-  flyctl upstream remove NAME
-  flyctl upstream restart NAME|--all
-
-Upstreams are your other MCP servers (dart mcp-server first), run by flyd
+// upstreamAbout is what flyctl upstream --help says upstreams are; the
+// page lists the verbs after it.
+const upstreamAbout = `Upstreams are your other MCP servers (dart mcp-server first), run by flyd
 once and shared by every client: by default one process per workspace, so
 five editors on one project share one Dart analysis server. Their tools
 and prompts appear as NAME_<tool>; their resources keep their URIs.
@@ -36,24 +30,10 @@ flyd speaks MCP 2026-07-28 to a server that offers it, else the
 handshake era (2025-11-25); --protocol 2025-11-25 keeps one in the
 handshake era. list shows what each process speaks.
 
-They live in %s
+They live in ` + placeUpstreamsFile + `
 (the mcpServers shape editors use; paste entries there if you like). flyd
 picks up changes at once: an upstream whose entry changed is restarted,
-the others are left alone. flyd never reads this from a project.
-
-  add      adds (or with --force replaces) an entry
-  list     shows the entries and, if flyd runs, their processes
-  remove   removes an entry; flyd stops its processes
-  restart  restarts the processes of an entry (or all, with --all)
-
-Flags:
-%s
-Examples:
-  flyctl upstream add dart -- dart mcp-server
-  flyctl upstream add fs --share global -- npx -y @modelcontextprotocol/server-filesystem /home/me/notes
-  flyctl upstream list
-  flyctl upstream restart dart
-`
+the others are left alone. flyd never reads this from a project.`
 
 type upstreamOptions struct {
 	share, prefix string
@@ -64,9 +44,7 @@ type upstreamOptions struct {
 	all           bool
 }
 
-func newUpstreamFlags(o *upstreamOptions) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("flyctl upstream", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func (o *upstreamOptions) flags(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 	fs.StringVar(&o.share, "share", "", "add: workspace (default: one process per project), global (one for all) or session (one per client)")
 	fs.StringVar(&o.prefix, "prefix", "", "add: the prefix of its tool and prompt names (default NAME; \"\" for none, if no name collides)")
@@ -76,80 +54,80 @@ func newUpstreamFlags(o *upstreamOptions) *pflag.FlagSet {
 	fs.BoolVar(&o.force, "force", false, "add: replace an entry of the same name")
 	fs.BoolVar(&o.asJSON, "json", false, "list: print JSON")
 	fs.BoolVar(&o.all, "all", false, "restart: every upstream")
-	return fs
 }
 
-func runUpstream(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var o upstreamOptions
-	fs := newUpstreamFlags(&o)
-	p, err := paths.Resolve(getenv)
+// upstreamsFile is the user's upstreams.json, which every upstream verb
+// needs to know.
+func upstreamsFile(c *call) (string, error) {
+	p, err := paths.Resolve(c.getenv)
+	if err != nil {
+		return "", err
+	}
+	if p.Upstreams() == "" {
+		return "", errors.New("cannot find your config directory: set HOME, XDG_CONFIG_HOME or " + paths.EnvConfigDir)
+	}
+	return p.Upstreams(), nil
+}
+
+func cmdUpstreamList(ctx context.Context, c *call, o *upstreamOptions) error {
+	file, err := upstreamsFile(c)
 	if err != nil {
 		return err
 	}
-	file := p.Upstreams()
-	if len(args) == 0 {
-		return usagef("upstream needs a verb: add, list, remove or restart")
+	if len(c.args) > 0 {
+		return usagef("upstream list takes no arguments")
 	}
-	verb := args[0]
-	if verb == "-h" || verb == "--help" || verb == "help" {
-		fmt.Fprintf(stdout, upstreamUsage, file, fs.FlagUsages())
-		return nil
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, upstreamUsage, file, fs.FlagUsages())
-			return nil
-		}
-		return usagef("upstream %s: %v", verb, err)
-	}
-	if file == "" {
-		return errors.New("cannot find your config directory: set HOME, XDG_CONFIG_HOME or " + paths.EnvConfigDir)
-	}
-	switch verb {
-	case "add":
-		return upstreamAdd(fs, o, file, stderr)
-	case "list":
-		if fs.NArg() > 0 {
-			return usagef("upstream list takes no arguments")
-		}
-		return upstreamList(ctx, o, file, getenv, stdout)
-	case "remove", "rm":
-		if fs.NArg() != 1 {
-			return usagef("upstream remove takes one NAME")
-		}
-		return editUpstreams(file, func(f *mcpconfig.File) error {
-			if !f.Remove(fs.Arg(0)) {
-				return fmt.Errorf("no upstream named %q in %s (flyctl upstream list)", fs.Arg(0), file)
-			}
-			fmt.Fprintf(stderr, "flyctl: removed %s from %s; flyd stops its processes\n", fs.Arg(0), file)
-			return nil
-		})
-	case "restart":
-		name := "*"
-		switch {
-		case o.all && fs.NArg() == 0:
-		case !o.all && fs.NArg() == 1:
-			name = fs.Arg(0)
-		default:
-			return usagef("upstream restart takes one NAME, or --all")
-		}
-		c, err := newClient(getenv)
-		if err != nil {
-			return err
-		}
-		var res struct {
-			Restarted int `json:"restarted"`
-		}
-		if err := c.callJSON(ctx, http.MethodPost, wire.RouteUpstreams+url.PathEscape(name)+"/restart", nil, &res); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "restarted %d process(es)\n", res.Restarted)
-		return nil
-	}
-	return usagef("unknown upstream verb %q: add, list, remove or restart", verb)
+	return upstreamList(ctx, *o, file, c.getenv, c.stdout)
 }
 
-func upstreamAdd(fs *pflag.FlagSet, o upstreamOptions, file string, stderr io.Writer) error {
+func cmdUpstreamRemove(_ context.Context, c *call, _ *upstreamOptions) error {
+	file, err := upstreamsFile(c)
+	if err != nil {
+		return err
+	}
+	if len(c.args) != 1 {
+		return usagef("upstream remove takes one NAME")
+	}
+	name := c.args[0]
+	return editUpstreams(file, func(f *mcpconfig.File) error {
+		if !f.Remove(name) {
+			return fmt.Errorf("no upstream named %q in %s (flyctl upstream list)", name, file)
+		}
+		fmt.Fprintf(c.stderr, "flyctl: removed %s from %s; flyd stops its processes\n", name, file)
+		return nil
+	})
+}
+
+func cmdUpstreamRestart(ctx context.Context, c *call, o *upstreamOptions) error {
+	if _, err := upstreamsFile(c); err != nil {
+		return err
+	}
+	name := "*"
+	switch {
+	case o.all && len(c.args) == 0:
+	case !o.all && len(c.args) == 1:
+		name = c.args[0]
+	default:
+		return usagef("upstream restart takes one NAME, or --all")
+	}
+	lc, err := c.client()
+	if err != nil {
+		return err
+	}
+	n, err := lc.RestartUpstream(ctx, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "restarted %d process(es)\n", n)
+	return nil
+}
+
+func cmdUpstreamAdd(_ context.Context, c *call, o *upstreamOptions) error {
+	file, err := upstreamsFile(c)
+	if err != nil {
+		return err
+	}
+	fs := c.flags
 	if fs.NArg() < 2 || fs.ArgsLenAtDash() != 1 {
 		return usagef("upstream add needs NAME -- COMMAND [ARGS...]")
 	}
@@ -172,7 +150,7 @@ func upstreamAdd(fs *pflag.FlagSet, o upstreamOptions, file string, stderr io.Wr
 			return fmt.Errorf("%s already has an upstream named %q; pass --force to replace it", file, srv.Name)
 		}
 		f.Put(srv)
-		fmt.Fprintf(stderr, "flyctl: added %s to %s; its tools appear as %s_<tool> in every client\n", srv.Name, file, srv.ToolPrefix())
+		fmt.Fprintf(c.stderr, "flyctl: added %s to %s; its tools appear as %s_<tool> in every client\n", srv.Name, file, srv.ToolPrefix())
 		return nil
 	})
 }
@@ -201,12 +179,15 @@ func upstreamList(ctx context.Context, o upstreamOptions, file string, getenv fu
 	if err != nil {
 		return err
 	}
-	var st status
-	running := false
-	if c, err := newClient(getenv); err == nil {
+	var st *wire.Status
+	if lc, err := newClient(getenv); err == nil {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		running = c.getJSON(cctx, wire.RouteStatus, &st) == nil
+		st, _ = lc.Status(cctx)
 		cancel()
+	}
+	running := st != nil
+	if !running {
+		st = &wire.Status{}
 	}
 	if o.asJSON {
 		type entry struct {
