@@ -2,10 +2,8 @@ package flytest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/internal/localclient"
 )
 
 // Flyd is a running flyd binary, started by StartFlyd.
@@ -59,10 +57,11 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 			t.Logf("flyd's log:\n%s", p.Stderr)
 		}
 	})
-	c := e.HTTPClient()
+	lc := localclient.New(e.Paths.Socket)
+	defer lc.CloseIdleConnections()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := p.ready(c)
+		err := p.ready(lc)
 		if err == nil {
 			return p
 		}
@@ -80,26 +79,12 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 }
 
 // ready reports whether this flyd, not another one, answers on the socket.
-func (p *Flyd) ready(c *http.Client) error {
+func (p *Flyd) ready(lc *localclient.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://flyd"+wire.RouteStatus, nil)
+	st, err := lc.Status(ctx)
 	if err != nil {
 		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status: %s", resp.Status)
-	}
-	var st struct {
-		PID int `json:"pid"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return fmt.Errorf("decode status: %w", err)
 	}
 	if st.PID != p.Cmd.Process.Pid {
 		return fmt.Errorf("status from pid %d, want %d", st.PID, p.Cmd.Process.Pid)

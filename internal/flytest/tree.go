@@ -1,15 +1,14 @@
 package flytest
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/internal/localclient"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
 )
@@ -30,16 +29,11 @@ func WriteTree(t testing.TB, root string, files map[string]string) {
 
 // Status is GET /v1/status of e's flyd, over its socket.
 func Status(e *Env) (*wire.Status, error) {
-	resp, err := e.HTTPClient().Get("http://flyd" + wire.RouteStatus)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status: %s", resp.Status)
-	}
-	var st wire.Status
-	return &st, json.NewDecoder(resp.Body).Decode(&st)
+	lc := localclient.New(e.Paths.Socket)
+	defer lc.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return lc.Status(ctx)
 }
 
 // Eventually waits until cond holds; the minute is a hang detector, not
