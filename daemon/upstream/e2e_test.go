@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -302,7 +301,7 @@ func TestUpstreamSubscriptionsAreCounted(t *testing.T) {
 	if len(pids) != 1 {
 		t.Fatalf("upstreams alive: %v", pids)
 	}
-	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+	if err := kill(pids[0]); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a new upstream", func() bool {
@@ -350,7 +349,7 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 	if pg.ProgressToken != "mine" || pg.Message != "step 1" {
 		t.Fatalf("progress = %+v; want the caller's token", pg)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := kill(pid); err != nil {
 		t.Fatal(err)
 	}
 	err := waitFor(t, "the call's error", errc)

@@ -66,3 +66,13 @@ func readText(t testing.TB, cs *mcp.ClientSession, uri string) string {
 	}
 	return res.Contents[0].Text
 }
+
+// kill sends SIGKILL (on Windows: terminates) to process pid; a process
+// that is gone already is an error.
+func kill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}

@@ -3,20 +3,27 @@ package upstream
 import (
 	"fmt"
 	"os"
-	"syscall"
+
+	fileowner "github.com/fly-dev/fly/internal/owner"
 )
 
 // checkOwner refuses a config file that another user owns or can write:
-// whoever can write it decides what flyd runs.
+// whoever can write it decides what flyd runs. Who owns it is
+// internal/owner's question (a uid on Unix, a SID on Windows); a file
+// whose owner cannot be told is refused.
 func checkOwner(path string, fi os.FileInfo) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
+	o, err := fileowner.Of(path, fi)
+	if err != nil {
+		return fmt.Errorf("%w: flyd will not run what %s says", err, path)
 	}
-	if int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to you: flyd will not run what it says", path, st.Uid)
+	if !o.Me {
+		return fmt.Errorf("%s belongs to %s, not to you: flyd will not run what it says", path, o.Name)
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
+	others, err := fileowner.OthersCanWrite(path, fi)
+	if err != nil {
+		return fmt.Errorf("%w: flyd will not run what %s says", err, path)
+	}
+	if others {
 		return fmt.Errorf("%s is writable by others (mode %v): flyd will not run what it says; chmod go-w it", path, fi.Mode().Perm())
 	}
 	return nil
