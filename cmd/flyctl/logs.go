@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fly-dev/fly/internal/localclient"
 	"github.com/spf13/pflag"
 )
 
@@ -269,25 +270,9 @@ func cmdLogsTail(ctx context.Context, c *call, o *tailOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	var ri runInfo
-	switch {
-	case o.latest:
-		l, err := lc.Runs(ctx)
-		if err != nil {
-			return err
-		}
-		var ok bool
-		if ri, ok = newestRun(l.Runs, currentDir()); !ok {
-			return errors.New("flyd has no runs yet; start one with the flutter_run tool")
-		}
-	case o.run != "":
-		if ri, err = resolveRun(ctx, lc, o.run); err != nil {
-			return err
-		}
-	default:
-		if ri, err = resolveRun(ctx, lc, cursorRun); err != nil {
-			return fmt.Errorf("run of cursor file %s: %w", o.cursorFile, err)
-		}
+	ri, err := o.target(ctx, lc, cursorRun)
+	if err != nil {
+		return err
 	}
 	t := &tailer{
 		c:      lc,
@@ -324,4 +309,28 @@ func cmdLogsTail(ctx context.Context, c *call, o *tailOptions) (err error) {
 		}
 	}()
 	return t.run(ctx)
+}
+
+// target is the run whose log logs tail prints: --latest, the RUN given,
+// or the run of the cursor file.
+func (o *tailOptions) target(ctx context.Context, lc *localclient.Client, cursorRun string) (runInfo, error) {
+	switch {
+	case o.latest:
+		l, err := lc.Runs(ctx)
+		if err != nil {
+			return runInfo{}, err
+		}
+		ri, ok := newestRun(l.Runs, currentDir())
+		if !ok {
+			return runInfo{}, errors.New("flyd has no runs yet; start one with the flutter_run tool")
+		}
+		return ri, nil
+	case o.run != "":
+		return resolveRun(ctx, lc, o.run)
+	}
+	ri, err := resolveRun(ctx, lc, cursorRun)
+	if err != nil {
+		return runInfo{}, fmt.Errorf("run of cursor file %s: %w", o.cursorFile, err)
+	}
+	return ri, nil
 }

@@ -151,26 +151,13 @@ func cmdRuns(ctx context.Context, c *call, o *runsOptions) error {
 	if err != nil {
 		return err
 	}
-	var raw, rawApps []json.RawMessage
-	var runs []runInfo
-	var apps []wire.App
-	for i, r := range l.Runs {
-		if o.all || r.Live() || inWorkspace(r.Root, dir) {
-			raw = append(raw, l.RawRuns[i])
-			runs = append(runs, r)
-		}
-	}
-	for i, a := range l.Apps {
-		if o.all || inWorkspace(a.Workspace, dir) {
-			rawApps = append(rawApps, l.RawApps[i])
-			apps = append(apps, a)
-		}
-	}
+	sel := o.selected(l, dir)
+	runs, apps := sel.Runs, sel.Apps
 	if o.json {
 		b, err := json.Marshal(struct {
 			Runs []json.RawMessage `json:"runs"`
 			Apps []json.RawMessage `json:"apps"`
-		}{Runs: append([]json.RawMessage{}, raw...), Apps: append([]json.RawMessage{}, rawApps...)})
+		}{Runs: append([]json.RawMessage{}, sel.RawRuns...), Apps: append([]json.RawMessage{}, sel.RawApps...)})
 		if err != nil {
 			return err
 		}
@@ -195,6 +182,23 @@ func cmdRuns(ctx context.Context, c *call, o *runsOptions) error {
 		fmt.Fprintln(stdout)
 	}
 	return writeAppsTable(stdout, apps, now, tty)
+}
+
+// selected is what flyctl runs lists of l: everything with --all, else
+// the runs and apps of the workspace containing dir and every live run.
+func (o *runsOptions) selected(l *localclient.RunList, dir string) *localclient.RunList {
+	sel := &localclient.RunList{}
+	for i, r := range l.Runs {
+		if o.all || r.Live() || inWorkspace(r.Root, dir) {
+			sel.Runs, sel.RawRuns = append(sel.Runs, r), append(sel.RawRuns, l.RawRuns[i])
+		}
+	}
+	for i, a := range l.Apps {
+		if o.all || inWorkspace(a.Workspace, dir) {
+			sel.Apps, sel.RawApps = append(sel.Apps, a), append(sel.RawApps, l.RawApps[i])
+		}
+	}
+	return sel
 }
 
 // writeRunsTable writes runs as a table; tty chooses relative start
