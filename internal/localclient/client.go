@@ -43,9 +43,6 @@ func New(socket string) *Client {
 	return &Client{socket: socket}
 }
 
-// Socket is the socket the client dials.
-func (c *Client) Socket() string { return c.socket }
-
 // httpClient is the client's HTTP client, made on first use: every
 // connection is a dial of the socket, after paths.CheckSocketTrust.
 func (c *Client) httpClient() *http.Client {
