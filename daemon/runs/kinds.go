@@ -3,8 +3,8 @@ package runs
 import "github.com/fly-dev/fly/store"
 
 // kindOptions say what a kind of process does differently from the
-// others. The engine, the process and the output read these options;
-// none of them compares kinds. Each kind's options are in its own file:
+// others: the engine, the process and the output read these options
+// rather than compare kinds. Each kind's options are in its own file:
 // kind_run.go, kind_attach.go, kind_build.go, kind_upstream.go (and
 // kind_app.go for an app flyd attached to, which has no process).
 type kindOptions struct {

@@ -19,7 +19,8 @@ import (
 // group of its own, signals that group and what left it (killTree),
 // waits for it and says how it ended. The rest of the engine reads the
 // run's output from its pipes and asks it to signal or wait; nothing
-// else holds the exec.Cmd or signals a run's pid.
+// else holds the exec.Cmd or signals a live run's pid (Open kills, by
+// their records, the groups a flyd that died left behind).
 //
 // The issue after the Windows port moves this ownership into a per-run
 // holder process that outlives flyd (flyd restarts; the run goes on, and
