@@ -2,6 +2,8 @@ package shim
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/fly-dev/fly/internal/lockfile"
 )
@@ -20,6 +22,9 @@ const startLockName = "start.lock"
 func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	l, err := lockfile.Lock(ctx, path)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, fmt.Errorf("lock %s: another flyctl held it too long: %w", path, ctx.Err())
+		}
 		return nil, err
 	}
 	return func() { l.Unlock() }, nil
