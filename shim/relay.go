@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/fly-dev/fly/internal/logkey"
 )
 
 // The relay's lifecycle: its Config, New, and Run, which connects, runs
@@ -62,7 +64,7 @@ const (
 	keyBytes   = "bytes"
 	keyLimit   = "limit"
 	keyCount   = "count"
-	keyErr     = "err"
+	keyErr     = logkey.Error
 	keyHeader  = "header"
 	keyValue   = "value"
 	keyURI     = "uri"

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/store"
 )
 
@@ -39,7 +40,7 @@ const (
 	logRun  = "run"
 	logKind = "kind"
 	logPID  = "pid"
-	logErr  = "error"
+	logErr  = logkey.Error
 )
 
 // crashSeqJump is how far past its last stored seq an interrupted run's

@@ -111,7 +111,7 @@ func (r *Run) followVM(uri string) {
 				r.appGone(endGone) // an app flyd follows but did not start: it has ended
 				return
 			}
-			r.eng.log.Debug("vm service connection ended", logRun, r.id, "error", err)
+			r.eng.log.Debug("vm service connection ended", logRun, r.id, logErr, err)
 			select {
 			case <-ctx.Done():
 				return

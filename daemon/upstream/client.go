@@ -12,6 +12,8 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fly-dev/fly/internal/logkey"
 )
 
 // What an upstream sends flyd: its requests for sampling and elicitation,
@@ -114,7 +116,7 @@ func (in *instance) progressed(ctx context.Context, req *mcp.ProgressNotificatio
 		to, nctx = r.to, r.reqCtx
 	}
 	if err := to.NotifyProgress(nctx, &p); err != nil {
-		in.m.log.Debug("progress not delivered", "upstream", in.srv.Name, "session", s.ID(), "error", err)
+		in.m.log.Debug("progress not delivered", "upstream", in.srv.Name, "session", s.ID(), logkey.Error, err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fly-dev/fly/internal/logkey"
 )
 
 // An instance's lists (tools, prompts, resource templates): read from the
@@ -33,7 +35,7 @@ func (in *instance) announce(old, l lists, had bool, users []Session, said map[s
 	if c := in.m.cfg.Cache; c != nil {
 		if b, err := json.Marshal(l); err == nil {
 			if err := c.PutCache(cacheKey(in.srv.Name), b); err != nil {
-				in.m.log.Warn("cache upstream lists", "upstream", in.srv.Name, "error", err)
+				in.m.log.Warn("cache upstream lists", "upstream", in.srv.Name, logkey.Error, err)
 			}
 		}
 	}
@@ -131,7 +133,7 @@ func (in *instance) refresh() {
 		in.mu.Unlock()
 		l, err := fetchLists(in.ctx, cs, in.srv.Timeout())
 		if err != nil {
-			in.m.log.Warn("upstream lists", "upstream", in.srv.Name, "error", err)
+			in.m.log.Warn("upstream lists", "upstream", in.srv.Name, logkey.Error, err)
 			continue // waiting lists go on with what flyd had, unless a change came meanwhile
 		}
 		in.mu.Lock()

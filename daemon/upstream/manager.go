@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/mcpconfig"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fsnotify/fsnotify"
@@ -171,7 +172,7 @@ func (m *Manager) reload() {
 	if err != nil {
 		m.loadErr = err
 		m.mu.Unlock()
-		m.log.Error("upstreams config refused; keeping the previous one", "path", m.cfg.Path, "error", err)
+		m.log.Error("upstreams config refused; keeping the previous one", "path", m.cfg.Path, logkey.Error, err)
 		return
 	}
 	old := m.servers
@@ -221,7 +222,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	dir := filepath.Dir(m.cfg.Path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		m.log.Warn("upstreams config directory", "dir", dir, "error", err)
+		m.log.Warn("upstreams config directory", "dir", dir, logkey.Error, err)
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -229,7 +230,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	defer w.Close()
 	if err := w.Add(dir); err != nil {
-		m.log.Warn("upstreams config changes will need a flyd restart", "dir", dir, "error", err)
+		m.log.Warn("upstreams config changes will need a flyd restart", "dir", dir, logkey.Error, err)
 		<-ctx.Done()
 		return nil
 	}
@@ -250,7 +251,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			m.log.Warn("watch upstreams config", "error", err)
+			m.log.Warn("watch upstreams config", logkey.Error, err)
 			debounce = time.After(100 * time.Millisecond)
 		case <-debounce:
 			debounce = nil
@@ -305,7 +306,7 @@ func (m *Manager) Join(s Session) {
 func (m *Manager) Attend(s Session) {
 	for _, srv := range m.Servers() {
 		if _, err := m.instance(srv, s); err != nil {
-			m.log.Debug("upstream not attended", "upstream", srv.Name, "session", s.ID(), "error", err)
+			m.log.Debug("upstream not attended", "upstream", srv.Name, "session", s.ID(), logkey.Error, err)
 		}
 	}
 }

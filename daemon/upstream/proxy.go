@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/mcpconfig"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
@@ -133,7 +134,7 @@ func (m *Manager) eachLists(ctx context.Context, s Session, what string, fn func
 	wg.Wait()
 	for i, srv := range servers {
 		if err := answers[i].err; err != nil {
-			m.log.Warn("upstream "+what+" left out", "upstream", srv.Name, "error", err)
+			m.log.Warn("upstream "+what+" left out", "upstream", srv.Name, logkey.Error, err)
 			continue
 		}
 		fn(srv, answers[i].l)
@@ -321,7 +322,7 @@ func (m *Manager) ListResources(ctx context.Context, s Session, cursor string) (
 			return err
 		})
 		if err != nil {
-			m.log.Warn("upstream resources left out", "upstream", srv.Name, "error", err)
+			m.log.Warn("upstream resources left out", "upstream", srv.Name, logkey.Error, err)
 			res = &mcp.ListResourcesResult{}
 		}
 		m.own(srv.Name, res.Resources)

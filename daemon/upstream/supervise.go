@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,7 +47,7 @@ func (in *instance) supervise() {
 		if errors.Is(err, errRestartRequested) {
 			continue
 		}
-		in.m.log.Warn("upstream down; restarting", "upstream", in.srv.Name, "scope", in.key.scope, "in", backoff, "error", err)
+		in.m.log.Warn("upstream down; restarting", "upstream", in.srv.Name, "scope", in.key.scope, "in", backoff, logkey.Error, err)
 		if time.Since(started) > time.Minute {
 			backoff = time.Second
 		}
@@ -153,7 +154,7 @@ func (in *instance) initialize(client *mcp.Client, proc Process) (*mcp.ClientSes
 		in.legacy = true
 		in.lastErr = err.Error()
 		in.mu.Unlock()
-		in.m.log.Info("upstream failed at 2026-07-28: starting it again in the handshake era", "upstream", in.srv.Name, "error", err)
+		in.m.log.Info("upstream failed at 2026-07-28: starting it again in the handshake era", "upstream", in.srv.Name, logkey.Error, err)
 		return nil, fmt.Errorf("%w: %w", errRetryLegacy, err)
 	}
 	return nil, in.endAttempt(err)
@@ -169,13 +170,13 @@ func (in *instance) running(cs *mcp.ClientSession, client *mcp.Client, proc Proc
 		// lets through.
 		ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-			in.m.log.Debug("upstream logging level", "upstream", in.srv.Name, "error", err)
+			in.m.log.Debug("upstream logging level", "upstream", in.srv.Name, logkey.Error, err)
 		}
 		cancel()
 	}
 	l, lerr := fetchLists(in.ctx, cs, in.srv.Timeout())
 	if lerr != nil {
-		in.m.log.Warn("upstream lists", "upstream", in.srv.Name, "error", lerr)
+		in.m.log.Warn("upstream lists", "upstream", in.srv.Name, logkey.Error, lerr)
 	}
 	in.mu.Lock()
 	old, had := in.lists, in.listed
@@ -198,7 +199,7 @@ func (in *instance) running(cs *mcp.ClientSession, client *mcp.Client, proc Proc
 	for _, uri := range subs {
 		ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			in.m.log.Warn("re-subscribe after restart", "upstream", in.srv.Name, "uri", uri, "error", err)
+			in.m.log.Warn("re-subscribe after restart", "upstream", in.srv.Name, "uri", uri, logkey.Error, err)
 		}
 		cancel()
 	}
