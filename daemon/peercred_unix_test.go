@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/endpoint"
 	"github.com/fly-dev/fly/internal/owner"
 )
 
@@ -63,8 +64,8 @@ func TestPeerCredRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(sock, 0o777)
-	refused := make(chan peer, 1)
-	pl := &peerListener{Listener: ln, user: owner.Current(), refuse: func(p peer, err error) { refused <- p }}
+	refused := make(chan endpoint.Peer, 1)
+	pl := &endpoint.PeerListener{Listener: ln, User: owner.Current(), Refuse: func(p endpoint.Peer, err error) { refused <- p }}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret") })}
 	go hs.Serve(pl) // owned by the test: ended by hs.Close
 	defer hs.Close()

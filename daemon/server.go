@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/dtd"
+	"github.com/fly-dev/fly/daemon/endpoint"
 	"github.com/fly-dev/fly/daemon/index"
 	"github.com/fly-dev/fly/daemon/localapi"
 	"github.com/fly-dev/fly/daemon/loopback"
@@ -206,11 +207,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	lock, err := acquireLock(p.Lock())
+	lock, err := endpoint.Acquire(p.Lock())
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Release()
 	db, err := store.Open(p.DB(), store.Options{KeepRuns: s.cfg.KeepRuns, MaxAge: s.cfg.MaxRunAge, Logger: s.log})
 	if err != nil {
 		return err
@@ -224,27 +225,27 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopUpstreams()
 	stopApps := s.startApps()
 	defer stopApps()
-	if err := prepareSocketDir(p.Socket); err != nil {
+	if err := endpoint.PrepareDir(p.Socket); err != nil {
 		return err
 	}
 	// The state lock is per state directory; the socket needs its own: a
 	// flyd with another state dir but this socket must not unlink a live
 	// daemon's socket.
-	sockLock, err := acquireLock(p.Socket + ".lock")
+	sockLock, err := endpoint.Acquire(p.Socket + ".lock")
 	if err != nil {
 		if errors.Is(err, ErrAlreadyRunning) {
 			return fmt.Errorf("%w on socket %s", err, p.Socket)
 		}
 		return err
 	}
-	defer sockLock.release()
-	ln, err := listenUnix(p.Socket)
+	defer sockLock.Release()
+	ln, err := endpoint.Listen(p.Socket)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(p.Socket)
 
-	pl := &peerListener{Listener: ln, user: owner.Current(), refuse: func(pr peer, err error) {
+	pl := &endpoint.PeerListener{Listener: ln, User: owner.Current(), Refuse: func(pr endpoint.Peer, err error) {
 		s.log.Warn("connection refused: peer is another user", "peer", pr.User.String(), "peer_pid", pr.PID, logErr, err)
 	}}
 	hs := &http.Server{
@@ -253,11 +254,7 @@ func (s *Server) Run(ctx context.Context) error {
 		IdleTimeout:       connIdle,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			ctx = context.WithValue(ctx, connKey{}, c)
-			if pc, ok := c.(*peerConn); ok {
-				return context.WithValue(ctx, peerKey{}, pc.peer)
-			}
-			return ctx
+			return endpoint.ConnContext(context.WithValue(ctx, connKey{}, c), c)
 		},
 	}
 	hs.RegisterOnShutdown(s.closeHTTPSessions)
@@ -395,7 +392,7 @@ func (s *Server) routes() http.Handler {
 // serveMCP upgrades to a WebSocket and serves one MCP session on it until
 // either side closes.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
-	pr, onSocket := peerFrom(r.Context())
+	pr, onSocket := endpoint.PeerFrom(r.Context())
 	dir := r.URL.Query().Get("workspace")
 	var env map[string]string
 	if onSocket {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/endpoint"
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -117,7 +118,7 @@ func statelessConnID(id string, n uint64) string {
 // starts one. On failure it returns the HTTP status to answer with.
 func (s *Server) statelessSession(r *http.Request, client *mcp.Implementation) (*httpSession, int, error) {
 	dir := r.URL.Query().Get("workspace")
-	pr, onSocket := peerFrom(r.Context())
+	pr, onSocket := endpoint.PeerFrom(r.Context())
 	if dir == "" && onSocket {
 		if d, err := url.QueryUnescape(r.Header.Get(wire.HeaderWorkspace)); err == nil {
 			dir = d

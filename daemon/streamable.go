@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/endpoint"
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/wire"
@@ -207,7 +208,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	dir := r.URL.Query().Get("workspace")
-	if _, onSocket := peerFrom(r.Context()); dir == "" && onSocket {
+	if _, onSocket := endpoint.PeerFrom(r.Context()); dir == "" && onSocket {
 		if d, err := url.QueryUnescape(r.Header.Get(wire.HeaderWorkspace)); err == nil {
 			dir = d
 		}
@@ -230,7 +231,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	pr, _ := peerFrom(r.Context())
+	pr, _ := endpoint.PeerFrom(r.Context())
 	sess := &session{id: newID(), ws: ws, peerPID: pr.PID, tools: filter, via: "http", connected: make(chan struct{})}
 	h := &httpSession{t: &mcp.StreamableServerTransport{SessionID: sess.id}, sess: sess, last: time.Now(), conns: map[net.Conn]int{}}
 	sess.abort = h.abort

@@ -42,6 +42,7 @@ var rules = []struct {
 	{mod + "/daemon/mcpserver", []string{"=" + mod + "/daemon", mod + "/daemon/localapi", mod + "/daemon/loopback", mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	// The transports know nothing of sessions, workspaces, runs or tools.
 	{mod + "/daemon/mcpconn", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", mod + "/daemon/index", mod + "/daemon/upstream", mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	{mod + "/daemon/endpoint", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", mod + "/store", goSDK, websocket, bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	{mod + "/daemon/loopback", []string{"=" + mod + "/daemon", mod + "/daemon/mcpserver", mod + "/daemon/localapi", mod + "/daemon/runs", mod + "/store", goSDK, websocket, bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	// The VM-service client speaks the Dart VM's JSON-RPC, not MCP, and
 	// knows nothing of runs or the store.

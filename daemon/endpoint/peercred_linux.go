@@ -1,4 +1,4 @@
-package daemon
+package endpoint
 
 import (
 	"fmt"
@@ -9,24 +9,24 @@ import (
 )
 
 // peerCred reads SO_PEERCRED of a Unix-socket connection.
-func peerCred(c net.Conn) (peer, error) {
+func peerCred(c net.Conn) (Peer, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return peer{}, fmt.Errorf("not a unix connection: %T", c)
+		return Peer{}, fmt.Errorf("not a unix connection: %T", c)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return peer{}, err
+		return Peer{}, err
 	}
 	var cred *unix.Ucred
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return peer{}, err
+		return Peer{}, err
 	}
 	if serr != nil {
-		return peer{}, fmt.Errorf("SO_PEERCRED: %w", serr)
+		return Peer{}, fmt.Errorf("SO_PEERCRED: %w", serr)
 	}
-	return peer{User: owner.UID(int(cred.Uid)), PID: int(cred.Pid)}, nil
+	return Peer{User: owner.UID(int(cred.Uid)), PID: int(cred.Pid)}, nil
 }

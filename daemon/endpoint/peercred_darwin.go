@@ -1,4 +1,4 @@
-package daemon
+package endpoint
 
 import (
 	"fmt"
@@ -10,14 +10,14 @@ import (
 
 // peerCred reads LOCAL_PEERCRED (uid) and LOCAL_PEERPID of a Unix-socket
 // connection.
-func peerCred(c net.Conn) (peer, error) {
+func peerCred(c net.Conn) (Peer, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return peer{}, fmt.Errorf("not a unix connection: %T", c)
+		return Peer{}, fmt.Errorf("not a unix connection: %T", c)
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return peer{}, err
+		return Peer{}, err
 	}
 	var cred *unix.Xucred
 	var pid int
@@ -28,10 +28,10 @@ func peerCred(c net.Conn) (peer, error) {
 			pid, _ = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
 		}
 	}); err != nil {
-		return peer{}, err
+		return Peer{}, err
 	}
 	if serr != nil {
-		return peer{}, fmt.Errorf("LOCAL_PEERCRED: %w", serr)
+		return Peer{}, fmt.Errorf("LOCAL_PEERCRED: %w", serr)
 	}
-	return peer{User: owner.UID(int(cred.Uid)), PID: pid}, nil
+	return Peer{User: owner.UID(int(cred.Uid)), PID: pid}, nil
 }

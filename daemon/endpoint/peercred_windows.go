@@ -1,4 +1,4 @@
-package daemon
+package endpoint
 
 import (
 	"fmt"
@@ -8,6 +8,6 @@ import (
 // peerCred is not written for Windows yet (the named pipe client's token,
 // which the Windows port adds with its pipe listener): every peer is
 // refused.
-func peerCred(net.Conn) (peer, error) {
-	return peer{}, fmt.Errorf("checking a client's user is not supported on Windows yet")
+func peerCred(net.Conn) (Peer, error) {
+	return Peer{}, fmt.Errorf("checking a client's user is not supported on Windows yet")
 }

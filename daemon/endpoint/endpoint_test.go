@@ -1,0 +1,74 @@
+package endpoint
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fly-dev/fly/internal/owner"
+)
+
+// A second flyd is told who holds the lock; once released, it takes it.
+func TestAcquire(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flyd.lock")
+	first, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(path)
+	if want := fmt.Sprintf("(pid %d)", os.Getpid()); !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Acquire while held = %v, want ErrAlreadyRunning naming %s", err, want)
+	}
+	first.Release()
+	again, err := Acquire(path)
+	if err != nil {
+		t.Fatalf("Acquire after Release = %v", err)
+	}
+	again.Release()
+}
+
+// A connection from this user reaches the handler with its peer: this
+// process, as this user.
+func TestPeerListener(t *testing.T) {
+	dir, err := os.MkdirTemp("", "fly") // short: a socket path has a limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "flyd.sock")
+	if err := PrepareDir(sock); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan error, 1)
+	pl := &PeerListener{Listener: ln, User: owner.Current(), Refuse: func(_ Peer, err error) { refused <- err }}
+	got := make(chan Peer, 1)
+	hs := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PeerFrom(r.Context())
+		got <- p
+	})}
+	go hs.Serve(pl) // stopped by hs.Close below
+	t.Cleanup(func() { hs.Close() })
+	c := &http.Client{Transport: &http.Transport{Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", sock) }}}
+	resp, err := c.Get("http://flyd/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case p := <-got:
+		if p.User != owner.Current() || (p.PID != 0 && p.PID != os.Getpid()) {
+			t.Errorf("peer = %+v, want this user and process %d", p, os.Getpid())
+		}
+	case err := <-refused:
+		t.Fatalf("own connection refused: %v", err)
+	}
+}
