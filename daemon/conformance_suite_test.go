@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -102,14 +101,7 @@ func suiteURL(t *testing.T, e *flytest.Env, ws string) string {
 		t.Fatal(err)
 	}
 	target := &url.URL{Scheme: "http", Host: st.HTTP}
-	proxy := httptest.NewServer(&httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.Out.Host = r.In.Host // the suite's Host, a loopback name
-			r.Out.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-		},
-		FlushInterval: -1, // SSE streams pass through as they come
-	})
+	proxy := httptest.NewServer(suiteProxy(target, strings.TrimSpace(string(tok)), nil))
 	t.Cleanup(proxy.Close)
 	writeTree(t, ws, map[string]string{"pubspec.yaml": "name: conformance\n", "lib/main.dart": "void main() {}\n"})
 	return proxy.URL + "/mcp?workspace=" + url.QueryEscape(ws)
