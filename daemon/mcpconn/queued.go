@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/outbox"
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -114,6 +115,11 @@ func (q *Queued) writeLoop() {
 		t := time.AfterFunc(q.timeout, func() { q.stall(errWriteStalled) })
 		err := q.Connection.Write(it.ctx, it.msg)
 		intime := t.Stop()
+		if resp, ok := it.msg.(*jsonrpc.Response); ok && err != nil {
+			// The SDK drops this error: without a line here, a result
+			// its client never got leaves no trace.
+			q.log.Debug("result not delivered", "session", q.id, "id", resp.ID.Raw(), logkey.Error, err)
+		}
 		if it.res != nil {
 			it.res <- err
 		}
