@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/fly-dev/fly/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +38,7 @@ func childProcesses(zombies bool) []int {
 	self := []byte(strconv.Itoa(os.Getpid()))
 	var out []int
 	eachProcess(func(pid int, name string) bool {
-		if f := statFields(name); len(f) > 1 && bytes.Equal(f[1], self) && (string(f[0]) == "Z") == zombies {
+		if f := proc.StatFields(name); len(f) > 1 && bytes.Equal(f[1], self) && (string(f[0]) == "Z") == zombies {
 			out = append(out, pid)
 		}
 		return true
@@ -78,20 +79,4 @@ func eachProcess(fn func(pid int, name string) bool) {
 			return
 		}
 	}
-}
-
-// statFields returns the fields of /proc/PID/stat after the command
-// name (field 3, the state, first), or nil. The command name (field 2)
-// may hold spaces and parentheses: fields are counted after its last ')'.
-// (internal/proc reads the same file for what it answers.)
-func statFields(pid string) [][]byte {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return bytes.Fields(b[i+1:])
 }

@@ -119,7 +119,7 @@ func TestProcessIgnoresSIGTERMAndGrandchildDiesWithGroup(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("grandchild %d outlived its group", gpid)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a grandchild's end sends this test no event: the interval of looking
 	}
 }
 
@@ -167,7 +167,7 @@ func TestProcessBuildWithGrandchild(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("grandchild %d outlived its group", gpid)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a grandchild's end sends this test no event: the interval of looking
 	}
 	if _, err := os.Stat(filepath.Join(cmd.Dir, "build/app/outputs/flutter-apk/app-release.apk")); err == nil {
 		t.Errorf("a cancelled build left its artifact")

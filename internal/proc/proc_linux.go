@@ -10,7 +10,7 @@ import (
 
 // startTime is field 22 of /proc/PID/stat: clock ticks since boot.
 func startTime(pid int) (uint64, error) {
-	fields := statFields(strconv.Itoa(pid))
+	fields := StatFields(strconv.Itoa(pid))
 	if len(fields) < 20 {
 		return 0, nil
 	}
@@ -22,7 +22,7 @@ func startTime(pid int) (uint64, error) {
 }
 
 func alive(pid int) (bool, error) {
-	f := statFields(strconv.Itoa(pid))
+	f := StatFields(strconv.Itoa(pid))
 	return pid > 0 && len(f) > 0 && string(f[0]) != "Z", nil
 }
 
@@ -38,17 +38,18 @@ func groupAlive(pgid int) (bool, error) {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		if f := statFields(e.Name()); len(f) > 2 && string(f[0]) != "Z" && bytes.Equal(f[2], want) {
+		if f := StatFields(e.Name()); len(f) > 2 && string(f[0]) != "Z" && bytes.Equal(f[2], want) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// statFields returns the fields of /proc/PID/stat after the command
+// StatFields returns the fields of /proc/PID/stat after the command
 // name (field 3, the state, first), or nil. The command name (field 2)
 // may hold spaces and parentheses: fields are counted after its last ')'.
-func statFields(pid string) [][]byte {
+// Linux only: daemon/runs' reaper reads it too.
+func StatFields(pid string) [][]byte {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return nil
