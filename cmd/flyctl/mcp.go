@@ -19,8 +19,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// mcpAbout is what flyctl mcp --help says it does.
-const mcpAbout = `Relays an MCP client's stdio stream (newline-delimited JSON-RPC) to flyd,
+// mcpAbout is what flyctl mcp --help says it does; the presets and
+// categories are toolfilter's catalog.
+var mcpAbout = fmt.Sprintf(`Relays an MCP client's stdio stream (newline-delimited JSON-RPC) to flyd,
 the per-user daemon, so every editor shares one workspace index, one set of
 flutter runs and their logs. Put this command in your editor's MCP config.
 stdout carries only the protocol; diagnostics go to stderr.
@@ -40,19 +41,14 @@ flyd.log in the state directory. Shims starting together start one flyd.
 and of the upstream servers alike (the same daemon serves other clients
 their own choice). A term is a preset, a category, a tool name or a glob:
 
-  presets      all (the default); app: flutter_run, flutter_hot_reload,
-               flutter_stop, flutter_errors, logs_read, runs_list;
-               files: files_find, files_grep, files_read
-  categories   run, inspect, logs, files, sdk, upstream (every upstream
-               server's tools), or an upstream's name (dart)
-
+%s
 A call to a tool left out is refused with the reason. flyd refuses a term
 that names nothing it knows.
 
 If flyd restarts mid-session (a crash, an upgrade), the shim reconnects
 and restores the session (initialize, subscriptions) without the editor
 noticing, except that requests in flight at that moment fail with an
-error saying so; they are not sent again.`
+error saying so; they are not sent again.`, toolGroups())
 
 type mcpOptions struct {
 	workspace        string
@@ -68,9 +64,35 @@ func (o *mcpOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.flyd, "flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
 	fs.DurationVar(&o.startTimeout, "start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
 	fs.DurationVar(&o.reconnectTimeout, "reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
-	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools: presets (app, files, all), categories, names or globs, comma-separated (default: all)")
+	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools: presets (all, app), categories, names or globs, comma-separated (default: all)")
 	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out: names, categories or globs like dart_pub* (repeatable)")
 	_ = fs.MarkHidden("flyd") // it is defined just above
+}
+
+// toolGroups lists the presets and categories a tool filter may name,
+// with their tools, as mcpAbout shows them.
+func toolGroups() string {
+	var b strings.Builder
+	heading := map[bool]string{true: "presets", false: "categories"}
+	last := ""
+	for _, g := range toolfilter.Groups() {
+		h := ""
+		if heading[g.Preset] != last {
+			h, last = heading[g.Preset], heading[g.Preset]
+		}
+		line := fmt.Sprintf("  %-12s %s: ", h, g.Name)
+		for i, word := range strings.Fields(g.Holds) {
+			if i > 0 && len(line)+1+len(word) > 74 {
+				b.WriteString(line + "\n")
+				line = strings.Repeat(" ", 17)
+			} else if i > 0 {
+				line += " "
+			}
+			line += word
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // cmdMCP is "flyctl mcp": it relays stdin and stdout to a flyd session

@@ -13,41 +13,15 @@ import (
 )
 
 // flyd's own tools, as an agent sees them in tools/list: few, each said
-// once, within toolsBudget. Each has tags, its category and the presets
-// it belongs to, which a session's tool filter (flyctl mcp --tools,
-// --disable; ?tools=, ?disable= on /mcp) matches. The tools that were
+// once, within toolsBudget. Each has the tags toolfilter's catalog gives
+// it, its category and the presets it belongs to, which a session's tool
+// filter (flyctl mcp --tools, --disable; ?tools=, ?disable= on
+// /mcp) matches. The tools that were
 // merged into others keep answering under their old names for a release,
 // unlisted.
 
 // toolsBudget is the most flyd's own tools may take in tools/list.
 const toolsBudget = 6 << 10
-
-// Categories of flyd's own tools, and the presets beside them. Every
-// tool is in the preset "all"; upstream tools are in the category
-// "upstream" and the one named after their server.
-const (
-	catRun      = "run"      // start, reload, stop, claim, list runs
-	catInspect  = "inspect"  // errors, widget tree, screenshot
-	catLogs     = "logs"     // logs_read
-	catFiles    = "files"    // find, grep, read
-	catSDK      = "sdk"      // build, devices, doctor, create
-	catUpstream = "upstream" // every upstream's tools
-	presetAll   = "all"
-	presetApp   = "app" // what an agent needs to drive a running app
-)
-
-// Presets lists the presets and categories a filter may name, with what
-// each holds, for help texts and errors.
-var Presets = []string{
-	presetAll + ": every tool (the default)",
-	presetApp + ": flutter_run, flutter_hot_reload, flutter_stop, flutter_errors, logs_read, runs_list",
-	catFiles + ": files_find, files_grep, files_read",
-	catRun + ": flutter_run, flutter_hot_reload, flutter_stop, flutter_claim, runs_list",
-	catInspect + ": flutter_errors, flutter_inspect",
-	catLogs + ": logs_read",
-	catSDK + ": flutter_build, flutter_sdk",
-	catUpstream + ": every upstream server's tools (or name one server: dart)",
-}
 
 // ownTool is what flyd knows of one of its tools beyond the SDK's.
 type ownTool struct {
@@ -71,46 +45,45 @@ func ann(readOnly bool) *mcp.ToolAnnotations {
 // addTools registers every tool on srv.
 func (s *Server) addTools(srv *mcp.Server) {
 	t := tools{s}
-	app := []string{catRun, presetApp}
 	add(s, srv, &mcp.Tool{Name: "flutter_run",
 		Description: "Start the app (flutter run), or attach to one an IDE started. Every agent shares the run, its log and errors.",
-		Annotations: ann(false)}, t.flutterRun, app...)
+		Annotations: ann(false)}, t.flutterRun)
 	add(s, srv, &mcp.Tool{Name: "flutter_hot_reload",
 		Description: "Apply code edits to a running app (restart: true loses state): applied or not, compile errors, new app errors.",
-		Annotations: ann(false)}, t.reload, app...)
+		Annotations: ann(false)}, t.reload)
 	add(s, srv, &mcp.Tool{Name: "flutter_stop",
 		Description: "Stop a run or build, or detach an attached app (stop_app: true ends it).",
-		Annotations: nil}, t.stop, app...)
+		Annotations: nil}, t.stop)
 	add(s, srv, &mcp.Tool{Name: "flutter_claim",
 		Description: "Hold a run: others' reloads and stops fail with your note unless forced. release: true ends it.",
-		Annotations: nil}, t.claim, catRun)
+		Annotations: nil}, t.claim)
 	add(s, srv, &mcp.Tool{Name: "runs_list",
 		Description: "Runs and builds here, newest first, with who did what; apps started elsewhere.",
-		Annotations: ann(true)}, t.runsList, app...)
+		Annotations: ann(true)}, t.runsList)
 	add(s, srv, &mcp.Tool{Name: "flutter_errors",
 		Description: "A run's errors (overflows, exceptions), deduplicated, with lib/ lines, newest first, since the last reload.",
-		Annotations: ann(true)}, t.flutterErrors, catInspect, presetApp)
+		Annotations: ann(true)}, t.flutterErrors)
 	add(s, srv, &mcp.Tool{Name: "flutter_inspect",
 		Description: "Look inside a running debug app: its widget tree with source lines, or a screenshot.",
-		Annotations: ann(true)}, t.inspect, catInspect)
+		Annotations: ann(true)}, t.inspect)
 	add(s, srv, &mcp.Tool{Name: "logs_read",
 		Description: "A run's log, newest 16 KB: seq time stream text. Page: before=from_seq, since=next_since. events: true adds flutter's machine events.",
-		Annotations: ann(true)}, t.logsRead, catLogs, presetApp)
+		Annotations: ann(true)}, t.logsRead)
 	add(s, srv, &mcp.Tool{Name: "files_find",
 		Description: "Workspace files matching a glob (lib/**/*_page.dart; no / means any depth), paged.",
-		Annotations: ann(true)}, t.filesFind, catFiles)
+		Annotations: ann(true)}, t.filesFind)
 	add(s, srv, &mcp.Tool{Name: "files_grep",
 		Description: "Search workspace files for an RE2 regexp, by file, 16 KB a page.",
-		Annotations: ann(true)}, t.filesGrep, catFiles)
+		Annotations: ann(true)}, t.filesGrep)
 	add(s, srv, &mcp.Tool{Name: "files_read",
 		Description: "A workspace file's lines, numbered, 16 KB at a time.",
-		Annotations: ann(true)}, t.filesRead, catFiles)
+		Annotations: ann(true)}, t.filesRead)
 	add(s, srv, &mcp.Tool{Name: "flutter_build",
 		Description: "flutter build: the artifact path, or the failing lines.",
-		Annotations: nil}, t.build, catSDK)
+		Annotations: nil}, t.build)
 	add(s, srv, &mcp.Tool{Name: "flutter_sdk",
 		Description: "devices (ids for flutter_run), doctor, or create: a new project in directory (confirm: true).",
-		Annotations: nil}, t.sdk, catSDK)
+		Annotations: nil}, t.sdk)
 
 	// The names these tools had before they were merged.
 	alias(s, srv, &mcp.Tool{Name: "flutter_hot_restart", Annotations: ann(false)}, t.hotRestart, "flutter_hot_reload")
@@ -122,8 +95,18 @@ func (s *Server) addTools(srv *mcp.Server) {
 	alias(s, srv, &mcp.Tool{Name: "flutter_create", Annotations: nil}, t.create, "flutter_sdk")
 }
 
-// add registers one of flyd's tools with its tags.
-func add[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], tags ...string) {
+// add registers one of flyd's tools with its tags in toolfilter's
+// catalog.
+func add[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	tags, ok := toolfilter.TagsOf(t.Name)
+	if !ok {
+		panic(fmt.Sprintf("tool %s is not in toolfilter.Tools", t.Name)) // a bug: the catalog names every tool
+	}
+	register(s, srv, t, h, tags)
+}
+
+// register registers a tool with tags.
+func register[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], tags []string) {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", t.Name, err)) // a bug in the params type
@@ -137,14 +120,14 @@ func add[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler
 	}
 	t.InputSchema = in
 	s.own[t.Name] = true
-	s.tools[t.Name] = ownTool{tags: append(slices.Clone(tags), presetAll)}
+	s.tools[t.Name] = ownTool{tags: tags}
 	mcp.AddTool(srv, t, h)
 }
 
 // alias registers an old name of the tool of, unlisted, with its tags.
 func alias[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], of string) {
 	t.Description = "Old name: use " + of + "."
-	add(s, srv, t, h, s.tools[of].tags...)
+	register(s, srv, t, h, s.tools[of].tags)
 	s.tools[t.Name] = ownTool{tags: s.tools[of].tags, hidden: true}
 }
 
@@ -155,10 +138,10 @@ func (s *Server) tagsOf(name string) []string {
 	}
 	if s.up != nil {
 		if srv := s.up.ServerOf(name); srv != "" {
-			return []string{catUpstream, srv, presetAll}
+			return []string{toolfilter.Upstream, srv, toolfilter.All}
 		}
 	}
-	return []string{presetAll}
+	return []string{toolfilter.All}
 }
 
 // CheckFilter reports a term of f that names nothing flyd knows: not a
@@ -173,7 +156,7 @@ func (s *Server) CheckFilter(f *toolfilter.Filter) error {
 			known[g] = true
 		}
 	}
-	known[catUpstream] = true
+	known[toolfilter.Upstream] = true
 	if s.up != nil {
 		for _, srv := range s.up.Servers() {
 			known[srv.Name] = true
@@ -181,7 +164,7 @@ func (s *Server) CheckFilter(f *toolfilter.Filter) error {
 	}
 	for _, term := range f.Terms() {
 		if !known[term] && !toolfilter.IsGlob(term) && !strings.Contains(term, "_") {
-			return fmt.Errorf("tool filter: %q is no preset, category, tool or upstream; presets and categories: %s", term, strings.Join(Presets, "; "))
+			return fmt.Errorf("tool filter: %q is no preset, category, tool or upstream; presets and categories: %s", term, strings.Join(toolfilter.Describe(), "; "))
 		}
 	}
 	return nil

@@ -4,8 +4,10 @@
 // A term is a preset or category (matched against a tool's tags), a tool
 // name, or a glob over names (path.Match syntax: *, ?, [a-z]). A tool is
 // allowed when no --tools term was given or one of them matches it, and
-// no --disable term matches it. The daemon says which tags each tool has;
-// this package knows no tool.
+// no --disable term matches it. The catalog of flyd's own tools and their
+// tags (catalog.go) is written here once: flyd registers its tools with
+// those tags, and flyctl's help lists the presets from them. What
+// upstream tools exist the daemon says.
 package toolfilter
 
 import (
