@@ -10,6 +10,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon/inspect"
 	"github.com/fly-dev/fly/daemon/runs"
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // screenshot answers GET /v1/runs/{id}/screenshot[?max_width=N&max_bytes=N]
@@ -60,10 +61,10 @@ func (a *API) screenshot(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Content-Type", "image/png")
 	h.Set("Cache-Control", "no-store")
-	h.Set("X-Fly-Width", strconv.Itoa(shot.Width))
-	h.Set("X-Fly-Height", strconv.Itoa(shot.Height))
-	h.Set("X-Fly-Full-Width", strconv.Itoa(shot.FullWidth))
-	h.Set("X-Fly-Full-Height", strconv.Itoa(shot.FullHeight))
+	h.Set(wire.HeaderWidth, strconv.Itoa(shot.Width))
+	h.Set(wire.HeaderHeight, strconv.Itoa(shot.Height))
+	h.Set(wire.HeaderFullWidth, strconv.Itoa(shot.FullWidth))
+	h.Set(wire.HeaderFullHeight, strconv.Itoa(shot.FullHeight))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(shot.PNG)
 	return nil

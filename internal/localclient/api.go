@@ -217,8 +217,8 @@ func (c *Client) Screenshot(ctx context.Context, id string, maxWidth int) (*Scre
 	if err != nil {
 		return nil, fmt.Errorf("read the screenshot: %w", err)
 	}
-	w, _ := strconv.Atoi(resp.Header.Get("X-Fly-Width"))
-	h, _ := strconv.Atoi(resp.Header.Get("X-Fly-Height"))
+	w, _ := strconv.Atoi(resp.Header.Get(wire.HeaderWidth))
+	h, _ := strconv.Atoi(resp.Header.Get(wire.HeaderHeight))
 	return &Screenshot{PNG: png, Width: w, Height: h}, nil
 }
 

@@ -103,6 +103,12 @@ const (
 	// is a session of its own; the client's name and version never join
 	// requests.
 	HeaderClient = "X-Fly-Client"
+	// HeaderWidth and HeaderHeight give a screenshot's size in pixels as
+	// sent; HeaderFullWidth and HeaderFullHeight the app's.
+	HeaderWidth      = "X-Fly-Width"
+	HeaderHeight     = "X-Fly-Height"
+	HeaderFullWidth  = "X-Fly-Full-Width"
+	HeaderFullHeight = "X-Fly-Full-Height"
 )
 
 // MaxEnvVars bounds the variables DecodeEnv keeps.
