@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,20 +16,7 @@ import (
 	"github.com/kardianos/service"
 )
 
-// svcGoldenSpec is a fixed unit spec, so the golden files hold no path of the
-// machine the tests run on.
-func svcGoldenSpec(p servicePlatform) unitSpec {
-	return unitSpec{
-		Flyd: "/home/dev/.local/bin/flyd",
-		Env: bakeEnv(svcEnv(map[string]string{
-			"PATH":         "/home/dev/.local/bin:/home/dev/flutter/bin:/usr/local/bin:/usr/bin:/bin",
-			"FLUTTER_ROOT": "/home/dev/flutter",
-			"JAVA_HOME":    "/usr/lib/jvm/java-17",
-			"EDITOR":       "vi", // not baked
-		})),
-		Log: p.log,
-	}
-}
+// This file holds the service tests' harness and fake manager, and the tests of all verbs but status.
 
 func svcEnv(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
@@ -45,145 +29,6 @@ func svcPlatform(t *testing.T, goos, home string) servicePlatform {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// TestServiceRender renders both platforms' units from the packaging
-// templates, on whatever OS the test runs on.
-func TestServiceRender(t *testing.T) {
-	const path = "PATH=/home/dev/.local/bin:/home/dev/flutter/bin:/usr/local/bin:/usr/bin:/bin"
-	tests := []struct {
-		goos, golden string
-		file         string
-		want         []string
-	}{
-		{
-			goos:   "linux",
-			golden: "service/flyd.service.golden",
-			file:   "/home/dev/.config/systemd/user/flyd.service",
-			want: []string{
-				"\n[Service]\n",
-				"\nExecStart=/home/dev/.local/bin/flyd run\n",
-				"\nEnvironment=\"" + path + "\"\n",
-				"\nEnvironment=\"FLUTTER_ROOT=/home/dev/flutter\"\n",
-				"\nEnvironment=\"JAVA_HOME=/usr/lib/jvm/java-17\"\n",
-				"\nRestart=on-failure\n",
-				"\nRestartSec=2\n",
-				"\n[Install]\nWantedBy=default.target\n",
-			},
-		},
-		{
-			goos:   "darwin",
-			golden: "service/dev.fly.flyd.plist.golden",
-			file:   "/home/dev/Library/LaunchAgents/dev.fly.flyd.plist",
-			want: []string{
-				"<key>Label</key>\n\t<string>dev.fly.flyd</string>",
-				"<key>ProgramArguments</key>\n\t<array>\n\t\t<string>/home/dev/.local/bin/flyd</string>\n\t\t<string>run</string>\n\t</array>",
-				"<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>PATH</key>\n\t\t<string>" + strings.TrimPrefix(path, "PATH=") + "</string>\n",
-				"<key>FLUTTER_ROOT</key>\n\t\t<string>/home/dev/flutter</string>",
-				"<key>RunAtLoad</key>\n\t<true/>",
-				"<key>KeepAlive</key>\n\t<true/>",
-				"<key>StandardOutPath</key>\n\t<string>/home/dev/Library/Logs/fly/flyd.log</string>",
-				"<key>StandardErrorPath</key>\n\t<string>/home/dev/Library/Logs/fly/flyd.log</string>",
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.goos, func(t *testing.T) {
-			p := svcPlatform(t, tt.goos, "/home/dev")
-			if p.file != tt.file {
-				t.Errorf("platformFor(%s).file = %s, want %s", tt.goos, p.file, tt.file)
-			}
-			got, err := renderUnit(p, svcGoldenSpec(p))
-			if err != nil {
-				t.Fatalf("renderUnit(%s) = %v", tt.goos, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("renderUnit(%s) does not contain %q:\n%s", tt.goos, w, got)
-				}
-			}
-			for _, bad := range []string{"/etc", "@", "{{", "EDITOR"} {
-				if strings.Contains(got, bad) {
-					t.Errorf("renderUnit(%s) contains %q:\n%s", tt.goos, bad, got)
-				}
-			}
-			checkGolden(t, tt.golden, got)
-
-			info, err := parseUnit(p, []byte(got))
-			if err != nil {
-				t.Fatalf("parseUnit(renderUnit(%s)) = %v", tt.goos, err)
-			}
-			if info.Flyd != "/home/dev/.local/bin/flyd" || !slices.Equal(info.Args, []string{"run"}) {
-				t.Errorf("parseUnit(renderUnit(%s)) runs %q %q, want /home/dev/.local/bin/flyd [run]", tt.goos, info.Flyd, info.Args)
-			}
-			if "PATH="+info.Env["PATH"] != path {
-				t.Errorf("parseUnit(renderUnit(%s)).Env[PATH] = %q, want %q", tt.goos, info.Env["PATH"], path)
-			}
-		})
-	}
-}
-
-// TestServiceRenderQuoting round-trips awkward paths and values through
-// render and parse, for both formats.
-func TestServiceRenderQuoting(t *testing.T) {
-	specs := []unitSpec{
-		{Flyd: "/opt/fly/bin/flyd"},
-		{Flyd: "/Users/Jo Doe/fly bin/flyd", Env: []unitEnv{{"PATH", "/Users/Jo Doe/bin:/usr/bin"}}},
-		{Flyd: "/opt/fly/flyd", Env: []unitEnv{{"PATH", `/x"y:/a\b`}, {"JAVA_HOME", "/jdk 17 'lts'"}}},
-		{Flyd: "/home/100%/$HOME/flyd", Env: []unitEnv{{"PATH", "/p%n/$PATH:/q;r"}}},
-		{Flyd: "/tmp/<a&b>/'q'/flyd", Env: []unitEnv{{"PATH", "<&>'\""}}},
-		{Flyd: `/home/a"b\c/flyd`},
-	}
-	for _, goos := range []string{"linux", "darwin"} {
-		p := svcPlatform(t, goos, "/home/dev")
-		for _, spec := range specs {
-			spec.Log = p.log
-			text, err := renderUnit(p, spec)
-			if goos == "linux" && strings.ContainsAny(spec.Flyd, `"'\`) {
-				// systemd refuses such a binary path however it is quoted.
-				if err == nil {
-					t.Errorf("renderUnit(linux, %q) = nil error, want one", spec.Flyd)
-				}
-				continue
-			}
-			if err != nil {
-				t.Fatalf("renderUnit(%s, %q) = %v", goos, spec.Flyd, err)
-			}
-			info, err := parseUnit(p, []byte(text))
-			if err != nil {
-				t.Fatalf("parseUnit(renderUnit(%s, %q)) = %v\n%s", goos, spec.Flyd, err, text)
-			}
-			if info.Flyd != spec.Flyd || !slices.Equal(info.Args, []string{"run"}) {
-				t.Errorf("parseUnit(renderUnit(%s, %q)) runs %q %q, want %q [run]\n%s", goos, spec.Flyd, info.Flyd, info.Args, spec.Flyd, text)
-			}
-			want := map[string]string{}
-			for _, e := range spec.Env {
-				want[e.Name] = e.Value
-			}
-			if !reflect.DeepEqual(info.Env, want) {
-				t.Errorf("parseUnit(renderUnit(%s, %q)).Env = %q, want %q\n%s", goos, spec.Flyd, info.Env, want, text)
-			}
-		}
-	}
-	p := svcPlatform(t, "linux", "/home/dev")
-	if _, err := renderUnit(p, unitSpec{Flyd: "/a/flyd", Env: []unitEnv{{"PATH", "/a\n[Service]"}}}); err == nil {
-		t.Errorf("renderUnit with a newline in PATH = nil, want an error")
-	}
-	if _, err := renderUnit(p, unitSpec{Flyd: "flyd"}); err == nil {
-		t.Errorf("renderUnit with a relative flyd = nil, want an error")
-	}
-}
-
-func TestServiceTemplateFill(t *testing.T) {
-	got, err := fillTemplate("a=@A@ @A@\n\t@B@\n  @NONE@\nend @A@\n",
-		map[string]string{"A": "@B@"}, map[string][]string{"B": {"x", "y"}, "NONE": nil})
-	want := "a=@B@ @B@\n\tx\n\ty\nend @B@\n"
-	if err != nil || got != want {
-		t.Errorf("fillTemplate = %q, %v, want %q, nil", got, err, want)
-	}
-	if _, err := fillTemplate("x=@MISSING@\n", nil, nil); err == nil || !strings.Contains(err.Error(), "@MISSING@") {
-		t.Errorf("fillTemplate with an unknown placeholder = %v, want an error naming it", err)
-	}
 }
 
 // fakeManager stands in for kardianos/service: it writes the unit text it
@@ -520,96 +365,6 @@ func TestServiceLifecycleFake(t *testing.T) {
 	}
 }
 
-// TestServiceStatusDrift writes a unit that runs another flyd with another
-// PATH into the temp HOME, and expects status to say so, and to warn that
-// lingering is off.
-func TestServiceStatusDrift(t *testing.T) {
-	for _, goos := range []string{"linux", "darwin"} {
-		t.Run(goos, func(t *testing.T) {
-			s := newSvcTest(t, goos)
-			s.linger = false
-			old := filepath.Join(t.TempDir(), "old", "flyd")
-			svcWriteExecutable(t, old)
-			p := svcPlatform(t, goos, s.home)
-			unit, err := renderUnit(p, unitSpec{Flyd: old, Env: []unitEnv{{"PATH", "/old/bin:/usr/bin"}}, Log: p.log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.MkdirAll(filepath.Dir(p.file), 0o755)
-			if err := os.WriteFile(p.file, []byte(unit), 0o644); err != nil {
-				t.Fatal(err)
-			}
-
-			if code := s.exec(t, "status"); code != 0 {
-				t.Fatalf("status exits %d, want 0; stderr:\n%s", code, &s.stderr)
-			}
-			for _, w := range []string{"flyd service: stopped\n", "runs:  " + old + " run\n", "PATH:  /old/bin:/usr/bin\n"} {
-				if !strings.Contains(s.stdout.String(), w) {
-					t.Errorf("status stdout does not contain %q:\n%s", w, &s.stdout)
-				}
-			}
-			want := []string{
-				"the service runs " + old + "; this flyctl is next to " + s.flyd + ": run flyctl service install --force",
-				"the service's PATH differs from yours",
-				"service: /old/bin:/usr/bin\n",
-				"yours:   " + s.env["PATH"] + "\n",
-			}
-			linger := "the service stops when you log out; enable it with: loginctl enable-linger $USER"
-			if goos == "linux" {
-				want = append(want, linger)
-			} else if strings.Contains(s.stderr.String(), linger) {
-				t.Errorf("status warns about lingering on macOS")
-			}
-			for _, w := range want {
-				if !strings.Contains(s.stderr.String(), w) {
-					t.Errorf("status stderr does not contain %q:\n%s", w, &s.stderr)
-				}
-			}
-
-			if code := s.exec(t, "status", "--json"); code != 0 {
-				t.Fatalf("status --json exits %d, want 0; stderr:\n%s", code, &s.stderr)
-			}
-			var st serviceStatus
-			if err := json.Unmarshal(s.stdout.Bytes(), &st); err != nil {
-				t.Fatalf("status --json is not JSON: %v\n%s", err, &s.stdout)
-			}
-			if !st.Installed || st.State != "stopped" || st.Flyd != old || st.CurrentFlyd != s.flyd ||
-				st.Path != "/old/bin:/usr/bin" || st.CurrentPath != s.env["PATH"] || st.Unit != p.file {
-				t.Errorf("status --json = %+v", st)
-			}
-			if n := 2 + map[string]int{"linux": 1}[goos]; len(st.Warnings) != n {
-				t.Errorf("status --json has %d warnings, want %d: %q", len(st.Warnings), n, st.Warnings)
-			}
-			if goos == "linux" && (st.Linger == nil || *st.Linger) {
-				t.Errorf("status --json linger = %v, want false", st.Linger)
-			}
-		})
-	}
-}
-
-// TestServiceStatusClean installs and expects no warnings.
-func TestServiceStatusClean(t *testing.T) {
-	s := newSvcTest(t, "linux")
-	if code := s.exec(t, "status", "--json"); code != 0 {
-		t.Fatalf("status exits %d; stderr:\n%s", code, &s.stderr)
-	}
-	var st serviceStatus
-	if err := json.Unmarshal(s.stdout.Bytes(), &st); err != nil || st.Installed || st.State != "not installed" {
-		t.Errorf("status --json before install = %+v, %v; want not installed", st, err)
-	}
-	s.exec(t, "install")
-	if code := s.exec(t, "status"); code != 0 || s.stderr.Len() != 0 {
-		t.Errorf("status after install exits %d with stderr %q, want 0 and no warnings", code, &s.stderr)
-	}
-	if want := "flyd service: running\n"; !strings.HasPrefix(s.stdout.String(), want) {
-		t.Errorf("status after install prints %q, want it to start with %q", &s.stdout, want)
-	}
-	s.exec(t, "status", "--json")
-	if err := json.Unmarshal(s.stdout.Bytes(), &st); err != nil || !st.Running || len(st.Warnings) != 0 || st.Linger == nil || !*st.Linger {
-		t.Errorf("status --json after install = %+v, %v", st, err)
-	}
-}
-
 // TestServiceForeignFlyd: a flyd that the service did not start holds the
 // lock, so starting the service's would only make it crash-loop.
 func TestServiceForeignFlyd(t *testing.T) {
@@ -637,29 +392,6 @@ func TestServiceForeignFlyd(t *testing.T) {
 	}
 	if code := s.exec(t, "start"); code != 0 || pings != 4 {
 		t.Errorf("start exits %d after %d pings, want 0 after 4; stderr:\n%s", code, pings, &s.stderr)
-	}
-}
-
-func TestServiceStatusStates(t *testing.T) {
-	tests := []struct {
-		err  error
-		want string
-	}{
-		{errRestarting, "restarting"},
-		{errors.New("service in failed state"), "failed"},
-		{errors.New("systemctl: exit status 1"), "unknown"},
-	}
-	for _, tt := range tests {
-		s := newSvcTest(t, "linux")
-		s.exec(t, "install")
-		s.mgr.running, s.mgr.statusErr = false, tt.err
-		if code := s.exec(t, "status", "--json"); code != 0 {
-			t.Fatalf("status exits %d; stderr:\n%s", code, &s.stderr)
-		}
-		var st serviceStatus
-		if err := json.Unmarshal(s.stdout.Bytes(), &st); err != nil || st.State != tt.want || len(st.Warnings) != 1 {
-			t.Errorf("status with %q = %+v, %v; want state %s and one warning", tt.err, st, err, tt.want)
-		}
 	}
 }
 
@@ -703,133 +435,5 @@ func TestServiceUnsupportedOS(t *testing.T) {
 	s := newSvcTest(t, "windows")
 	if code := s.exec(t, "status"); code != 1 || !strings.Contains(s.stderr.String(), "flyd run") {
 		t.Errorf("status on windows exits %d with %q, want 1 with a hint", code, &s.stderr)
-	}
-}
-
-// TestServiceNoUserSystemd checks the hint when this machine has no user
-// systemd, as in CI containers.
-func TestServiceNoUserSystemd(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("systemd is Linux only")
-	}
-	if err := probeSystemdUser(context.Background()); err == nil {
-		t.Skip("systemctl --user works here; TestServiceSystemdUser covers it")
-	}
-	home := t.TempDir()
-	p := svcPlatform(t, "linux", home)
-	os.MkdirAll(filepath.Dir(p.file), 0o755)
-	os.WriteFile(p.file, []byte("[Service]\nExecStart=/x/flyd run\n"), 0o644)
-	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"service", "start"}, svcEnv(map[string]string{"HOME": home}), strings.NewReader(""), &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "systemctl --user is not available") || !strings.Contains(err.Error(), "run flyd in the foreground with: flyd run") {
-		t.Errorf("flyctl service start without user systemd = %v, want a hint", err)
-	}
-	if code := exitCode(err, io.Discard); code != 1 {
-		t.Errorf("flyctl service start without user systemd exits %d, want 1", code)
-	}
-}
-
-// TestServiceSystemdUser installs, starts, stops and removes the service for
-// real, with a flyd built from this tree. It needs a user systemd session,
-// which CI containers lack, and leaves an existing flyd service alone.
-func TestServiceSystemdUser(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("systemd is Linux only")
-	}
-	if err := probeSystemdUser(context.Background()); err != nil {
-		t.Skipf("no user systemd here, so only the rendering is tested: %v", err)
-	}
-	if testing.Short() {
-		t.Skip("-short: not touching the user's systemd")
-	}
-	p := svcPlatform(t, "linux", os.Getenv("HOME"))
-	if svcFileExists(p.file) {
-		t.Skipf("%s exists; not touching this user's flyd service", p.file)
-	}
-	dir, err := os.MkdirTemp("", "fly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "bin")
-	if out, err := exec.Command("go", "build", "-o", bin+"/", "../flyd").CombinedOutput(); err != nil {
-		t.Fatalf("go build flyd: %v\n%s", err, out)
-	}
-	env := map[string]string{
-		"FLY_SOCKET":    filepath.Join(dir, "flyd.sock"),
-		"FLY_STATE_DIR": filepath.Join(dir, "state"),
-	}
-	getenv := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
-		}
-		return os.Getenv(k)
-	}
-	var stdout, stderr bytes.Buffer
-	c := &serviceCmd{
-		goos:       runtime.GOOS,
-		getenv:     getenv,
-		geteuid:    os.Geteuid,
-		executable: func() (string, error) { return filepath.Join(bin, "flyctl"), nil },
-		connect:    connectManager,
-		linger:     lingerEnabled,
-		ping:       pingDaemon(getenv),
-		stdout:     &stdout,
-		stderr:     &stderr,
-	}
-	ctx := context.Background()
-	t.Cleanup(func() {
-		if svcFileExists(p.file) {
-			c.run(ctx, []string{"uninstall"})
-		}
-	})
-	step := func(args ...string) {
-		t.Helper()
-		stdout.Reset()
-		stderr.Reset()
-		if err := c.run(ctx, args); err != nil {
-			t.Fatalf("flyctl service %v = %v\nstderr:\n%s", args, err, &stderr)
-		}
-	}
-	wantState := func(state string) {
-		t.Helper()
-		step("status", "--json")
-		var st serviceStatus
-		if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
-			t.Fatal(err)
-		}
-		if st.State != state || st.Flyd != filepath.Join(bin, "flyd") {
-			t.Errorf("status = %+v, want %s running %s", st, state, filepath.Join(bin, "flyd"))
-		}
-	}
-	step("install", "--allow-root")
-	wantState("running")
-	step("stop")
-	wantState("stopped")
-	step("start")
-	wantState("running")
-	step("restart")
-	wantState("running")
-	step("uninstall")
-	if svcFileExists(p.file) {
-		t.Errorf("uninstall left %s", p.file)
-	}
-	if _, err := c.ping(ctx); err == nil {
-		t.Errorf("flyd still answers after uninstall")
-	}
-}
-
-func TestStartArgv(t *testing.T) {
-	for goos, want := range map[string]string{
-		"linux":  "systemctl --user start flyd.service",
-		"darwin": "launchctl kickstart gui/501/dev.fly.flyd",
-	} {
-		p, err := platformFor(goos, "/home/u")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.Join(p.startArgv(501), " "); got != want {
-			t.Errorf("platformFor(%s).startArgv(501) = %q, want %q", goos, got, want)
-		}
 	}
 }
