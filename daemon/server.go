@@ -225,25 +225,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopUpstreams()
 	stopApps := s.startApps()
 	defer stopApps()
-	if err := endpoint.PrepareDir(p.Socket); err != nil {
-		return err
-	}
-	// The state lock is per state directory; the socket needs its own: a
-	// flyd with another state dir but this socket must not unlink a live
-	// daemon's socket.
-	sockLock, err := endpoint.Acquire(p.Socket + ".lock")
-	if err != nil {
-		if errors.Is(err, ErrAlreadyRunning) {
-			return fmt.Errorf("%w on socket %s", err, p.Socket)
-		}
-		return err
-	}
-	defer sockLock.Release()
-	ln, err := endpoint.Listen(p.Socket)
+	ln, releaseSocket, err := endpoint.Open(p.Socket)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(p.Socket)
+	defer releaseSocket()
 
 	pl := &endpoint.PeerListener{Listener: ln, User: owner.Current(), Refuse: func(pr endpoint.Peer, err error) {
 		s.log.Warn("connection refused: peer is another user", "peer", pr.User.String(), "peer_pid", pr.PID, logErr, err)

@@ -15,11 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/fly-dev/fly/internal/ipc"
+	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/wire"
@@ -49,7 +50,6 @@ type conn struct {
 // unixClient returns an HTTP client whose every connection goes to the
 // Unix socket at path, whatever the URL's host.
 func unixClient(path string) *http.Client {
-	var d net.Dialer
 	return &http.Client{Transport: &http.Transport{
 		// Proxy is nil: a proxy from the environment never applies.
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -58,7 +58,7 @@ func unixClient(path string) *http.Client {
 			if err := paths.CheckSocketTrust(path); err != nil {
 				return nil, err
 			}
-			return d.DialContext(ctx, "unix", path)
+			return ipc.Dial(ctx, path)
 		},
 	}}
 }
@@ -145,9 +145,7 @@ func (e *versionError) Unwrap() error { return e.err }
 
 // noListener reports whether a dial failed because no daemon listens on
 // the socket, as opposed to one that answered badly.
-func noListener(err error) bool {
-	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
-}
+func noListener(err error) bool { return ipc.NoListener(err) }
 
 // dial makes one attempt to open a session: the WebSocket handshake on
 // RouteMCP, bounded by StartTimeout, and the version check.
@@ -235,7 +233,7 @@ func (r *Relay) dialError(ctx context.Context, resp *http.Response, err error) e
 // once more (the lock's previous holder may have started flyd), then tries
 // Config.Start, then Config.Flyd.
 func (r *Relay) start(ctx context.Context) (*conn, error) {
-	if err := os.MkdirAll(r.cfg.StateDir, 0o700); err != nil {
+	if err := owner.MkdirPrivate(r.cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("start flyd: %w", err)
 	}
 	lock := filepath.Join(r.cfg.StateDir, startLockName)

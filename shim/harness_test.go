@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fly-dev/fly/internal/paths"
 )
 
 // This file holds the harness the relay tests drive: a Relay on real pipes.
@@ -40,7 +43,7 @@ type harness struct {
 // tests may adjust h.relay before calling start.
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	inR, inW, err := os.Pipe()
+	inR, inW, err := stdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +52,9 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	cfg.Stdin, cfg.Stdout = inR, outW
+	if cfg.Socket != "" {
+		cfg.Socket = endpointOf(t, cfg.Socket)
+	}
 	logs := &syncBuffer{}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.MultiWriter(tWriter{t}, logs), nil))
@@ -209,4 +215,18 @@ func checkGoroutines(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// endpointOf is the endpoint that a FLY_SOCKET of path names, as flyd and
+// the helper processes resolve it: path itself on Unix, the named pipe it
+// stands for on Windows.
+func endpointOf(t testing.TB, path string) string {
+	t.Helper()
+	p, err := paths.Resolve(func(k string) string {
+		return map[string]string{paths.EnvSocket: path, paths.EnvStateDir: filepath.Dir(path)}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Socket
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"go.uber.org/goleak"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/coder/websocket"
 
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 )
@@ -93,7 +94,7 @@ func startPeer(t *testing.T, p *peer) string {
 // up serves p on sock, which must not exist.
 func (p *peer) up(t *testing.T, sock string) {
 	t.Helper()
-	ln, err := net.Listen("unix", sock)
+	ln, err := ipc.Listen(endpointOf(t, sock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func helperFlyd(mode string) int {
 	switch mode {
 	case "late":
 		time.Sleep(300 * time.Millisecond)
-		ln, err := net.Listen("unix", p.Socket)
+		ln, err := ipc.Listen(p.Socket)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -365,7 +366,7 @@ func helperFlyd(mode string) int {
 		return 0
 	case "serve":
 		os.Remove(p.Socket) // left behind by a killed one
-		ln, err := net.Listen("unix", p.Socket)
+		ln, err := ipc.Listen(p.Socket)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

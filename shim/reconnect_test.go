@@ -195,7 +195,7 @@ func TestReconnectGivesUp(t *testing.T) {
 	h.waitLog("lost the connection to flyd")
 	h.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	r := h.readReply()
-	if string(r.ID) != "2" || r.Error == nil || !strings.Contains(r.Error.Message, "flyd did not come back on "+sock+" within 500ms") {
+	if string(r.ID) != "2" || r.Error == nil || !strings.Contains(r.Error.Message, "flyd did not come back on "+endpointOf(t, sock)+" within 500ms") {
 		t.Errorf("reply to the queued request = %s, want an error saying flyd did not come back", r.raw)
 	}
 	h.closeStdin()
@@ -443,7 +443,7 @@ func TestStartHook(t *testing.T) {
 		start := func(context.Context) error { return errors.New("no service, and no flyd binary either") }
 		h := startRelay(t, Config{Socket: sock, StateDir: state, Start: start})
 		h.send(initialize)
-		want := "flyd is not running: nothing listens on " + sock + ", and flyctl cannot start it: no service, and no flyd binary either"
+		want := "flyd is not running: nothing listens on " + endpointOf(t, sock) + ", and flyctl cannot start it: no service, and no flyd binary either"
 		if r := h.readReply(); r.Error == nil || r.Error.Message != want {
 			t.Errorf("reply = %s, want the error %q", r.raw, want)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -294,11 +295,10 @@ func TestRelayRefusalLingers(t *testing.T) {
 func TestRelayNoDaemon(t *testing.T) {
 	dir := shortTempDir(t)
 	stale := filepath.Join(dir, "stale.sock")
-	ln, err := net.Listen("unix", stale)
+	ln, err := ipc.Listen(endpointOf(t, stale)) // it leaves its socket file behind when closed
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
 	for name, sock := range map[string]string{
 		"no socket":    filepath.Join(dir, "none.sock"),
@@ -309,6 +309,7 @@ func TestRelayNoDaemon(t *testing.T) {
 			start := time.Now()
 			h := startRelay(t, Config{Socket: sock, StateDir: filepath.Join(dir, "state")})
 			h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+			sock := endpointOf(t, sock)
 			if r := h.readReply(); r.Error == nil || !strings.Contains(r.Error.Message, "flyd is not running: nothing listens on "+sock) {
 				t.Errorf("reply = %s, want an error saying flyd is not running", r.raw)
 			}

@@ -1,26 +1,23 @@
 // Package endpoint is flyd's local endpoint: the single-instance lock,
 // the socket's directory, the listener, and the check that every peer is
-// this user (owner.User), before anything is read from it. What differs
-// by OS is in its per-OS files: SO_PEERCRED on Linux, LOCAL_PEERCRED on
-// macOS; on Windows the named pipe and its client's token are the Windows
-// port's (peerCred refuses until then). It owns who may connect, not what
-// is served.
+// this user (owner.User), before anything is read from it. The transport
+// and what the kernel says of a peer are internal/ipc's (a Unix socket
+// and SO_PEERCRED or LOCAL_PEERCRED; a named pipe and its client's token
+// on Windows). It owns who may connect, not what is served.
 package endpoint
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/lockfile"
 	"github.com/fly-dev/fly/internal/owner"
-	flypaths "github.com/fly-dev/fly/internal/paths"
 )
 
 // ErrAlreadyRunning is returned by Acquire when another flyd holds the
@@ -62,62 +59,22 @@ func (l *Lock) Release() {
 	_ = l.l.Unlock()
 }
 
-// PrepareDir creates the socket's directory with mode 0700 and
-// verifies that it is a real directory owned by this user that nobody
-// else can enter.
-func PrepareDir(socket string) error {
-	if err := flypaths.CheckSocketPath(socket); err != nil {
-		return err
-	}
-	dir := filepath.Dir(socket)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create socket directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("check socket directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("socket directory %s is not a directory (a symlink?); remove it or set %s", dir, flypaths.EnvSocket)
-	}
-	o, err := owner.Of(dir, fi)
-	if err != nil {
-		return fmt.Errorf("check socket directory: %w", err)
-	}
-	if !o.Me {
-		return fmt.Errorf("socket directory %s is owned by %s, not by you (%s); set %s to a directory you own", dir, o.Name, owner.Me(), flypaths.EnvSocket)
-	}
-	if alone, err := owner.Secret(dir, fi); err != nil || !alone {
-		return fmt.Errorf("socket directory %s has mode %#o, others could reach the socket; run: chmod 700 %s", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
-}
+// Open prepares flyd's endpoint at socket and listens on it. On Unix the
+// socket's directory is checked (PrepareDir), the socket's own lock taken
+// (a flyd with another state directory but this socket must not unlink a
+// live daemon's socket) and a stale socket replaced; on Windows the pipe's
+// first instance holds the name. Another flyd there is ErrAlreadyRunning.
+// release, called once the listener is closed, removes the socket and
+// drops its lock.
+func Open(socket string) (ln net.Listener, release func(), err error) { return open(socket) }
 
-// Listen replaces a stale socket and listens. The caller must hold
-// the socket's lock: only then is an existing socket known to be stale.
-func Listen(socket string) (net.Listener, error) {
-	if err := os.Remove(socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket: %w", err)
-	}
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", socket, err)
-	}
-	// Close must not unlink: shutdown removes the socket itself, and only
-	// while it still holds the lock.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(socket, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
-	}
-	return ln, nil
-}
+// Listen replaces a stale socket and listens (ipc.Listen). The caller must
+// hold the socket's lock: only then is an existing socket known to be
+// stale.
+func Listen(socket string) (net.Listener, error) { return ipc.Listen(socket) }
 
 // Peer is the process on the other end of a connection.
-type Peer struct {
-	User owner.User
-	PID  int // 0 where the OS does not tell
-}
+type Peer = ipc.Peer
 
 type peerKey struct{}
 
@@ -157,7 +114,7 @@ func (l *PeerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := peerCred(c)
+		p, err := ipc.PeerOf(c)
 		if err == nil && p.User == l.User {
 			return &peerConn{Conn: c, peer: p}, nil
 		}

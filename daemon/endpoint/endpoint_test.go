@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/owner"
+	flypaths "github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wine"
 )
 
 // A second flyd is told who holds the lock; once released, it takes it.
@@ -40,14 +44,18 @@ func TestPeerListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "run", "flyd.sock")
-	if err := PrepareDir(sock); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := Listen(sock)
+	p, err := flypaths.Resolve(func(k string) string {
+		return map[string]string{flypaths.EnvSocket: filepath.Join(dir, "run", "flyd.sock"), flypaths.EnvStateDir: dir}[k]
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sock := p.Socket
+	ln, release, err := Open(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 	refused := make(chan error, 1)
 	pl := &PeerListener{Listener: ln, User: owner.Current(), Refuse: func(_ Peer, err error) { refused <- err }}
 	got := make(chan Peer, 1)
@@ -57,7 +65,7 @@ func TestPeerListener(t *testing.T) {
 	})}
 	go hs.Serve(pl) // stopped by hs.Close below
 	t.Cleanup(func() { hs.Close() })
-	c := &http.Client{Transport: &http.Transport{Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", sock) }}}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, sock) }}}
 	resp, err := c.Get("http://flyd/")
 	if err != nil {
 		t.Fatal(err)
@@ -70,5 +78,10 @@ func TestPeerListener(t *testing.T) {
 		}
 	case err := <-refused:
 		t.Fatalf("own connection refused: %v", err)
+	}
+	// A second flyd on the same endpoint is told one runs there.
+	if _, _, err := Open(sock); !errors.Is(err, ErrAlreadyRunning) {
+		wine.SkipUnder(t, "Wine does not enforce FILE_FLAG_FIRST_PIPE_INSTANCE")
+		t.Errorf("Open(an endpoint in use) = %v, want ErrAlreadyRunning", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/lockfile"
 	"github.com/fly-dev/fly/internal/paths"
 )
@@ -145,8 +146,7 @@ func (e *Env) WithFakeFlutter(t testing.TB, vars ...string) (flutter string) {
 func (e *Env) HTTPClient() *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", e.Paths.Socket)
+			return ipc.Dial(ctx, e.Paths.Socket)
 		},
 	}}
 }

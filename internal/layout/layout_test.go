@@ -16,6 +16,7 @@ const (
 	websocket = "github.com/coder/websocket"
 	pflag     = "github.com/spf13/pflag"
 	kardianos = "github.com/kardianos/service"
+	xsys      = "golang.org/x/sys"
 )
 
 // rules is docs/STYLE.md's dependency table: what each package must not
@@ -66,7 +67,7 @@ var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod +
 
 // shimAllowed is everything outside the standard library the shim may
 // link: it is in every editor's process list, so it stays tiny.
-var shimAllowed = []string{websocket, mod + "/shim", mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/logkey", mod + "/internal/proc"}
+var shimAllowed = []string{websocket, mod + "/shim", mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/logkey", mod + "/internal/proc", mod + "/internal/ipc", xsys}
 
 type pkg struct {
 	ImportPath string
@@ -172,13 +173,13 @@ func TestDocComments(t *testing.T) {
 }
 
 // TestLocalClientDeps: the client of flyd's local API links only the
-// standard library, internal/paths and internal/wire (with what they
-// link), so that any program may speak to flyd through it.
+// standard library, internal/paths, internal/wire and internal/ipc (with
+// what they link), so that any program may speak to flyd through it.
 func TestLocalClientDeps(t *testing.T) {
 	const lc = mod + "/internal/localclient"
-	allowed := map[string]bool{mod + "/internal/paths": true, mod + "/internal/wire": true}
+	allowed := map[string]bool{mod + "/internal/paths": true, mod + "/internal/wire": true, mod + "/internal/ipc": true}
 	var deps []string
-	for _, p := range list(t, lc, mod+"/internal/paths", mod+"/internal/wire") {
+	for _, p := range list(t, lc, mod+"/internal/paths", mod+"/internal/wire", mod+"/internal/ipc") {
 		if p.ImportPath == lc {
 			deps = p.Deps
 			continue
@@ -192,7 +193,7 @@ func TestLocalClientDeps(t *testing.T) {
 	}
 	for _, dep := range deps {
 		if !isStd(dep) && !allowed[dep] {
-			t.Errorf("%s depends on %s: it may link only the standard library, internal/paths and internal/wire", lc, dep)
+			t.Errorf("%s depends on %s: it may link only the standard library, internal/paths, internal/wire and internal/ipc", lc, dep)
 		}
 	}
 }

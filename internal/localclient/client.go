@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 )
@@ -52,8 +53,7 @@ func (c *Client) httpClient() *http.Client {
 				if err := paths.CheckSocketTrust(c.socket); err != nil {
 					return nil, err
 				}
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", c.socket)
+				return ipc.Dial(ctx, c.socket)
 			},
 		}}
 	})
@@ -110,7 +110,7 @@ func (c *Client) send(ctx context.Context, method, route string, query url.Value
 	req.Header.Set(wire.HeaderVersion, wire.VersionHeader())
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		if noDaemon(err) {
+		if ipc.NoListener(err) {
 			return nil, fmt.Errorf("%w (no daemon on %s); try: flyctl service start, or run it in the foreground with: flyd run", ErrNoDaemon, c.socket)
 		}
 		if ctx.Err() != nil {

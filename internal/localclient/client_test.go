@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fly-dev/fly/internal/ipc"
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
-// socketPath is a socket path in a fresh directory of this user's, short
-// enough for sun_path (t.TempDir can be too long).
+// socketPath is an endpoint of its own: a socket path in a fresh
+// directory of this user's, short enough for sun_path (t.TempDir can be
+// too long), or on Windows the pipe that path names.
 func socketPath(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "lc")
@@ -23,7 +25,13 @@ func socketPath(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "flyd.sock")
+	p, err := paths.Resolve(func(k string) string {
+		return map[string]string{paths.EnvSocket: filepath.Join(dir, "flyd.sock"), paths.EnvStateDir: dir}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Socket
 }
 
 // serve answers requests on a fresh socket with h, as flyd of this
@@ -31,7 +39,7 @@ func socketPath(t *testing.T) string {
 func serve(t *testing.T, h http.HandlerFunc) *Client {
 	t.Helper()
 	sock := socketPath(t)
-	ln, err := net.Listen("unix", sock)
+	ln, err := ipc.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}

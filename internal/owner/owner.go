@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 )
 
 // Owner is who owns a file.
@@ -29,6 +30,26 @@ func OthersCanWrite(path string, fi fs.FileInfo) (bool, error) { return othersCa
 // user's and no other user may read or write it: a token's file.
 func Secret(path string, fi fs.FileInfo) (bool, error) { return secret(path, fi) }
 
+// Restrict makes path, a file or directory of this user's, the user's
+// alone: mode 0600 (a directory 0700) on Unix; on Windows an access list
+// of its own (nothing inherited) that grants the user full control, which
+// a directory's new entries inherit.
+func Restrict(path string) error { return restrict(path) }
+
+// MkdirPrivate creates dir and its missing parents as os.MkdirAll does
+// (mode 0700), and makes dir the user's alone (Restrict) if it made it. A
+// directory that exists is left as it is: where its privacy matters, the
+// caller checks it (Secret).
+func MkdirPrivate(dir string) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return Restrict(dir)
+}
+
 // Me names the user this process runs as, for messages.
 func Me() string { return me() }
 
@@ -37,6 +58,10 @@ type User struct {
 	uid int
 	sid string
 }
+
+// Known reports whether u names a user: false for the zero User, and on
+// Windows for Current when the process's token could not be read.
+func (u User) Known() bool { return u.known() }
 
 // Current is the user this process runs as.
 func Current() User { return current() }

@@ -46,4 +46,19 @@ func secret(path string, fi fs.FileInfo) (bool, error) {
 	return err == nil && o.Me && fi.Mode().Perm()&0o077 == 0, err
 }
 
+// known: every uid names a user (0 is root).
+func (u User) known() bool { return true }
+
 func (u User) String() string { return fmt.Sprintf("uid %d", u.uid) }
+
+func restrict(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o600)
+	if fi.IsDir() {
+		mode = 0o700
+	}
+	return os.Chmod(path, mode)
+}

@@ -1,16 +1,18 @@
 // Package paths answers where fly keeps its files: the per-user state
-// directory (bbolt file, lock, token, daemon log) and the Unix socket.
+// directory (bbolt file, lock, token, daemon log) and the daemon's
+// endpoint (a Unix socket, or a named pipe on Windows).
 //
 // flyd, flyctl and the shim all ask this package, so they always agree.
 // It reads no environment itself: callers pass a getenv function, which
 // keeps library code free of hidden inputs and lets tests inject values.
 // It imports only the standard library and internal/owner. What differs
-// by OS (the default directories) is in paths_darwin.go, paths_windows.go
-// and paths_other.go.
+// by OS (the default directories, the endpoint and its checks) is in
+// paths_darwin.go, paths_windows.go, paths_other.go, socket_unix.go,
+// socket_windows.go and trust_unix.go.
 package paths
 
 import (
-	"fmt"
+	"errors"
 	"path/filepath"
 )
 
@@ -29,7 +31,7 @@ const (
 // Paths is where one user's fly files live.
 type Paths struct {
 	StateDir string // holds fly.db, flyd.lock, token, flyd.log
-	Socket   string // the daemon's Unix socket
+	Socket   string // the daemon's endpoint: a Unix socket, or a named pipe on Windows
 	// ConfigDir holds the user's upstreams.json: never a project's
 	// directory. "" when no home is known: then there is none.
 	ConfigDir string
@@ -94,24 +96,25 @@ func stateDir(getenv func(string) string) (string, error) {
 	return defaultStateDir(getenv)
 }
 
-// socket is FLY_SOCKET, or flyd.sock in the OS's runtime directory.
+// socket is FLY_SOCKET's endpoint, or the OS's default (defaultSocket).
 func socket(getenv func(string) string) (string, error) {
 	if s := getenv(EnvSocket); s != "" {
-		return filepath.Abs(s)
+		return socketOverride(s)
 	}
-	dir, err := runtimeDir(getenv)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "flyd.sock"), nil
+	return defaultSocket(getenv)
 }
 
-// CheckSocketPath reports whether path fits in a sockaddr_un on every
-// supported OS. The error names the path and says how to shorten it.
-func CheckSocketPath(path string) error {
-	if len(path) > MaxSocketPath {
-		return fmt.Errorf("socket path %q is %d bytes, over the %d-byte limit of Unix sockets; set %s to a shorter path",
-			path, len(path), MaxSocketPath, EnvSocket)
-	}
-	return nil
-}
+// ErrUntrusted is wrapped by the refusals of an endpoint that another user
+// could have made: CheckSocketTrust's, and a Windows dial's of a pipe whose
+// server is not this user.
+var ErrUntrusted = errors.New("flyd's socket is not safe to use")
+
+// CheckSocketPath reports whether path is an endpoint every supported OS
+// accepts: on Unix, a path that fits in a sockaddr_un; on Windows, a pipe
+// name. The error names the path and says what to do.
+func CheckSocketPath(path string) error { return checkSocketPath(path) }
+
+// CheckSocketTrust checks, before a client connects to socket and sends
+// it anything, that nobody but this user could have made it (see the
+// per-OS forms).
+func CheckSocketTrust(socket string) error { return checkSocketTrust(socket) }

@@ -2,7 +2,6 @@ package paths
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 )
 
@@ -21,10 +20,4 @@ func defaultStateDir(getenv func(string) string) (string, error) {
 		return filepath.Join(d, "fly"), nil
 	}
 	return "", errors.New("cannot find the state directory: LOCALAPPDATA is not set (set FLY_STATE_DIR)")
-}
-
-// runtimeDir: flyd's endpoint on Windows is to be a named pipe, which the
-// Windows port adds; until then only FLY_SOCKET names one.
-func runtimeDir(func(string) string) (string, error) {
-	return "", fmt.Errorf("flyd's default endpoint (a named pipe) is not supported on Windows yet: set %s", EnvSocket)
 }

@@ -1,4 +1,4 @@
-package endpoint
+package ipc
 
 import (
 	"fmt"
@@ -8,13 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred reads SO_PEERCRED of a Unix-socket connection.
-func peerCred(c net.Conn) (Peer, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return Peer{}, fmt.Errorf("not a unix connection: %T", c)
-	}
-	raw, err := uc.SyscallConn()
+// peerOf reads SO_PEERCRED of a Unix-socket connection.
+func peerOf(c net.Conn) (Peer, error) {
+	raw, err := rawConn(c)
 	if err != nil {
 		return Peer{}, err
 	}

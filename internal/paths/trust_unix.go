@@ -1,3 +1,5 @@
+//go:build unix
+
 package paths
 
 import (
@@ -10,17 +12,14 @@ import (
 	"github.com/fly-dev/fly/internal/owner"
 )
 
-// ErrUntrusted is wrapped by CheckSocketTrust's refusals.
-var ErrUntrusted = errors.New("flyd's socket is not safe to use")
-
-// CheckSocketTrust checks, before a client connects to socket and sends
+// checkSocketTrust checks, before a client connects to socket and sends
 // it anything, that the socket and its directory belong to this user and
 // that nobody else can write to the directory (as gopls's forwarder
 // does): in a shared /tmp another user could otherwise create the
 // directory first, listen there, read the editor's environment and feed
 // answers to its agent. A socket or directory that does not exist yet is
 // not an error: the dial will fail, or flyd will create them.
-func CheckSocketTrust(socket string) error {
+func checkSocketTrust(socket string) error {
 	dir := filepath.Dir(socket)
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {

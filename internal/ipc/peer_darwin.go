@@ -1,4 +1,4 @@
-package endpoint
+package ipc
 
 import (
 	"fmt"
@@ -8,14 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred reads LOCAL_PEERCRED (uid) and LOCAL_PEERPID of a Unix-socket
+// peerOf reads LOCAL_PEERCRED (uid) and LOCAL_PEERPID of a Unix-socket
 // connection.
-func peerCred(c net.Conn) (Peer, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return Peer{}, fmt.Errorf("not a unix connection: %T", c)
-	}
-	raw, err := uc.SyscallConn()
+func peerOf(c net.Conn) (Peer, error) {
+	raw, err := rawConn(c)
 	if err != nil {
 		return Peer{}, err
 	}

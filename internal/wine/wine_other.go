@@ -1,0 +1,5 @@
+//go:build !windows
+
+package wine
+
+func detected() bool { return false }
