@@ -2,8 +2,9 @@
 // shares. It owns the server's lifetime (Server.Run blocks until its
 // context is cancelled), the listeners (the Unix socket with its peer
 // check, and the loopback TCP listener), the sessions (one per client
-// connection: the shim's WebSocket, Streamable HTTP, in-memory in tests)
-// and the workspaces they share, and it wires its parts together:
+// connection: the shim's WebSocket, Streamable HTTP, or any transport
+// handed to ServeTransport) and the workspaces they share, and it wires
+// its parts together:
 //
 //   - daemon/mcpserver answers MCP: tools, prompts, resources;
 //   - daemon/localapi answers /v1/* and serves the dashboard;
@@ -18,5 +19,6 @@
 // they decide who may connect to the socket, which the daemon listens on.
 //
 // It does not own paths (internal/paths), flags or signals (cmd/flyd), or
-// the client side of the socket (shim).
+// the client side of the socket (shim). Its end-to-end tests, which use
+// only what it exports, are in daemon/e2e.
 package daemon

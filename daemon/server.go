@@ -190,7 +190,7 @@ func New(cfg Config) *Server {
 		MaxListens: min(64, loopback.MaxConns()/4),
 	})
 	s.api = localapi.New(localapi.Config{
-		Runs: s.runs, Status: s.status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,
+		Runs: s.runs, Status: s.Status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,
 		RotateToken: s.rotateToken, Trusted: onSocket, MaxFileBytes: cfg.MaxReadBytes, WriteTimeout: cfg.WriteTimeout, Log: cfg.Log,
 		Apps: s.externalApps,
 	})
@@ -423,6 +423,40 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ServeTransport serves one MCP session over t, bound to the workspace
+// of dir (opened as for any client, released when the session ends), and
+// blocks until the session ends. It is how a program that embeds flyd,
+// or a test, connects a client with no listener in between: over an
+// in-memory or a stdio transport. The Server need not be running; if it
+// is not, Close stops what the sessions started.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport, dir string) error {
+	ws, err := s.ws.acquire(dir)
+	if err != nil {
+		return err
+	}
+	return s.serveSession(ctx, t, &session{id: newID(), ws: ws, via: "memory"})
+}
+
+// Close stops what a Server that never ran holds: the runs its sessions
+// started and the workspaces ServeTransport opened, and waits for their
+// goroutines. Call it once those sessions have ended. Run does the same
+// when it stops: a Server that ran needs no Close.
+func (s *Server) Close() {
+	s.runs.Close()
+	s.api.Close()
+	s.surface.Close()
+	s.ws.close()
+}
+
+// Runs returns the engine of flyd's runs, which every session shares: a
+// program that embeds flyd (a benchmark, say) may start a run on it
+// without a tool call, and follow it.
+func (s *Server) Runs() *runs.Engine { return s.runs }
+
+// NextChange returns a channel that is closed at the next change of what
+// Status reports: the signal the dashboard's event stream follows.
+func (s *Server) NextChange() <-chan struct{} { return s.api.NextChange() }
+
 // serveSession connects sess over t and blocks until the session ends.
 // It owns the session's registration and its workspace reference.
 func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *session) error {
@@ -561,7 +595,9 @@ type Status = wire.Status
 // WorkspaceStatus describes one open workspace: the wire type.
 type WorkspaceStatus = wire.WorkspaceStatus
 
-func (s *Server) status() Status {
+// Status is what GET /v1/status answers: flyd's sessions, open
+// workspaces, live runs, upstreams and apps, as they are now.
+func (s *Server) Status() Status {
 	st := Status{
 		Version:    wire.Version,
 		Protocol:   wire.Protocol,

@@ -28,7 +28,7 @@ type session struct {
 	env     map[string]string // the client's flutter-relevant environment
 	peerPID int
 	tools   *toolfilter.Filter // the tools the client asked for; nil for all
-	via     string             // "socket", "http", "memory"
+	via     string             // "socket", "http", "memory" (ServeTransport)
 	since   time.Time
 	conn    mcpconn.Notifier
 

@@ -21,7 +21,9 @@ type errorsParams struct {
 	All   bool   `json:"all,omitempty" jsonschema:"from before the last reload too"`
 }
 
-type errorOut struct {
+// AppError is one of an app's framework errors, deduplicated, as
+// flutter_errors and a reload's result give it.
+type AppError struct {
 	ID         uint64    `json:"id"`
 	Count      int       `json:"count"`
 	Summary    string    `json:"summary"`
@@ -34,10 +36,11 @@ type errorOut struct {
 	LastSeen   time.Time `json:"last_seen"`
 }
 
-type errorsResult struct {
+// ErrorsResult is flutter_errors' structured result.
+type ErrorsResult struct {
 	RunID      string     `json:"run_id"`
 	Generation int        `json:"generation"`
-	Errors     []errorOut `json:"errors" jsonschema:"newest first"`
+	Errors     []AppError `json:"errors" jsonschema:"newest first"`
 	NextSince  uint64     `json:"next_since"`
 	Total      int        `json:"total" jsonschema:"errors the app reported, repeats included"`
 	Dropped    int        `json:"dropped,omitempty" jsonschema:"distinct errors no longer kept"`
@@ -46,18 +49,18 @@ type errorsResult struct {
 
 // flutterErrors returns a run's framework errors, deduplicated, newest
 // first, within errorsBudget.
-func (t tools) flutterErrors(ctx context.Context, req *mcp.CallToolRequest, p errorsParams) (*mcp.CallToolResult, errorsResult, error) {
+func (t tools) flutterErrors(ctx context.Context, req *mcp.CallToolRequest, p errorsParams) (*mcp.CallToolResult, ErrorsResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, errorsResult{}, err
+		return nil, ErrorsResult{}, err
 	}
 	r, err := t.runFor(sess, p.RunID)
 	if err != nil {
-		return nil, errorsResult{}, err
+		return nil, ErrorsResult{}, err
 	}
 	list := r.Errors()
 	if list == nil {
-		return nil, errorsResult{}, fmt.Errorf("run %s keeps no errors: only a flutter run started by flyd does (%s)", r.ID(), runs.LogURI(r.Kind(), r.ID()))
+		return nil, ErrorsResult{}, fmt.Errorf("run %s keeps no errors: only a flutter run started by flyd does (%s)", r.ID(), runs.LogURI(r.Kind(), r.ID()))
 	}
 	news := t.s.news(sess, r)
 	res, text := errorsPage(r.ID(), list, p.Since, p.All)
@@ -67,12 +70,12 @@ func (t tools) flutterErrors(ctx context.Context, req *mcp.CallToolRequest, p er
 
 // errorsPage is a page of a run's errors as the tool and the resource
 // give it: the structured result and its text.
-func errorsPage(id string, list *apperrors.List, since uint64, all bool) (errorsResult, string) {
+func errorsPage(id string, list *apperrors.List, since uint64, all bool) (ErrorsResult, string) {
 	pg := list.Read(since, all, errorsBudget)
 	st := list.Stats()
-	res := errorsResult{RunID: id, Generation: st.Generation, Errors: []errorOut{}, NextSince: pg.Next, Total: st.Total, Dropped: st.Dropped}
+	res := ErrorsResult{RunID: id, Generation: st.Generation, Errors: []AppError{}, NextSince: pg.Next, Total: st.Total, Dropped: st.Dropped}
 	for _, e := range pg.Entries {
-		res.Errors = append(res.Errors, toErrorOut(e))
+		res.Errors = append(res.Errors, toAppError(e))
 	}
 	text := pg.Text
 	if len(pg.Entries) == 0 {
@@ -89,8 +92,8 @@ func errorsPage(id string, list *apperrors.List, since uint64, all bool) (errors
 	return res, text
 }
 
-func toErrorOut(e apperrors.Entry) errorOut {
-	return errorOut{ID: e.ID, Count: e.Count, Summary: e.Summary, Library: e.Library, Widget: e.Widget,
+func toAppError(e apperrors.Entry) AppError {
+	return AppError{ID: e.ID, Count: e.Count, Summary: e.Summary, Library: e.Library, Widget: e.Widget,
 		Location: e.Location, Frame: e.Frame, Generation: e.Generation, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen}
 }
 

@@ -77,7 +77,9 @@ type widgetTreeParams struct {
 	MaxDepth int    `json:"max_depth,omitempty" jsonschema:"levels shown, default 40"`
 }
 
-type widgetTreeResult struct {
+// WidgetTreeResult is the structured result of flutter_inspect's widget
+// tree.
+type WidgetTreeResult struct {
 	RunID     string `json:"run_id"`
 	Widgets   int    `json:"widgets" jsonschema:"widgets the project created in the tree"`
 	Shown     int    `json:"shown"`
@@ -86,16 +88,16 @@ type widgetTreeResult struct {
 
 // widgetTree returns the widgets the project created, indented, with
 // where each was created.
-func (t tools) widgetTree(ctx context.Context, req *mcp.CallToolRequest, p widgetTreeParams) (*mcp.CallToolResult, widgetTreeResult, error) {
+func (t tools) widgetTree(ctx context.Context, req *mcp.CallToolRequest, p widgetTreeParams) (*mcp.CallToolResult, WidgetTreeResult, error) {
 	if p.MaxBytes < 0 || p.MaxBytes > maxTextBudget || p.MaxDepth < 0 || p.MaxDepth > 1000 {
-		return nil, widgetTreeResult{}, fmt.Errorf("max_bytes is 1 to %d, max_depth 1 to 1000", maxTextBudget)
+		return nil, WidgetTreeResult{}, fmt.Errorf("max_bytes is 1 to %d, max_depth 1 to 1000", maxTextBudget)
 	}
 	r, err := t.lookable(req, p.RunID)
 	if err != nil {
-		return nil, widgetTreeResult{}, err
+		return nil, WidgetTreeResult{}, err
 	}
 	if r.Mode() == "profile" { // no inspector will come: say so now
-		return nil, widgetTreeResult{}, callError(r, "widget tree", runs.ErrNoExtension)
+		return nil, WidgetTreeResult{}, callError(r, "widget tree", runs.ErrNoExtension)
 	}
 	group := "fly-" + strconv.FormatUint(inspectorGroups.Add(1), 10)
 	var res struct {
@@ -107,16 +109,16 @@ func (t tools) widgetTree(ctx context.Context, req *mcp.CallToolRequest, p widge
 		map[string]any{"groupName": group, "isSummaryTree": "true", "withPreviews": "false", "fullDetails": "false"}, extensionWait, &res)
 	_ = r.CallVM(ctx, "ext.flutter.inspector.disposeGroup", map[string]any{"objectGroup": group}, 0, nil)
 	if err != nil {
-		return nil, widgetTreeResult{}, callError(r, "widget tree", err)
+		return nil, WidgetTreeResult{}, callError(r, "widget tree", err)
 	}
 	if len(res.Result) == 0 || string(res.Result) == "null" {
-		return nil, widgetTreeResult{}, fmt.Errorf("the app of run %s has no widget tree yet (no frame drawn)", r.ID())
+		return nil, WidgetTreeResult{}, fmt.Errorf("the app of run %s has no widget tree yet (no frame drawn)", r.ID())
 	}
 	tree, err := inspect.Summarize(res.Result, r.Root(), inspect.TreeOptions{MaxBytes: p.MaxBytes, MaxDepth: p.MaxDepth})
 	if err != nil {
-		return nil, widgetTreeResult{}, err
+		return nil, WidgetTreeResult{}, err
 	}
-	out := widgetTreeResult{RunID: r.ID(), Widgets: tree.Widgets, Shown: tree.Shown, Truncated: tree.Truncated}
+	out := WidgetTreeResult{RunID: r.ID(), Widgets: tree.Widgets, Shown: tree.Shown, Truncated: tree.Truncated}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tree.Text}}}, out, nil
 }
 
@@ -126,7 +128,9 @@ type screenshotParams struct {
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"of the PNG, default 262144, at most 4194304"`
 }
 
-type screenshotResult struct {
+// ScreenshotResult is the structured result of flutter_inspect's
+// screenshot.
+type ScreenshotResult struct {
 	RunID      string `json:"run_id"`
 	Width      int    `json:"width"`
 	Height     int    `json:"height"`
@@ -136,13 +140,13 @@ type screenshotResult struct {
 }
 
 // screenshot returns what the app's screen shows, scaled down.
-func (t tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, p screenshotParams) (*mcp.CallToolResult, screenshotResult, error) {
+func (t tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, p screenshotParams) (*mcp.CallToolResult, ScreenshotResult, error) {
 	if p.MaxWidth < 0 || p.MaxWidth > 8192 || p.MaxBytes < 0 || p.MaxBytes > 4<<20 {
-		return nil, screenshotResult{}, errors.New("max_width is 16 to 8192, max_bytes at most 4194304")
+		return nil, ScreenshotResult{}, errors.New("max_width is 16 to 8192, max_bytes at most 4194304")
 	}
 	r, err := t.lookable(req, p.RunID)
 	if err != nil {
-		return nil, screenshotResult{}, err
+		return nil, ScreenshotResult{}, err
 	}
 	var res struct {
 		Screenshot string `json:"screenshot"`
@@ -150,12 +154,12 @@ func (t tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, p scree
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := r.LookVM(ctx, "_flutter.screenshot", nil, 0, &res); err != nil {
-		return nil, screenshotResult{}, callError(r, "screenshot", err)
+		return nil, ScreenshotResult{}, callError(r, "screenshot", err)
 	}
 	select {
 	case decoding <- struct{}{}:
 	case <-ctx.Done():
-		return nil, screenshotResult{}, fmt.Errorf("screenshot of run %s: waiting for another screenshot to be decoded: %w", r.ID(), ctx.Err())
+		return nil, ScreenshotResult{}, fmt.Errorf("screenshot of run %s: waiting for another screenshot to be decoded: %w", r.ID(), ctx.Err())
 	}
 	raw, err := base64.StdEncoding.DecodeString(res.Screenshot)
 	res.Screenshot = ""
@@ -167,9 +171,9 @@ func (t tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, p scree
 	}
 	<-decoding
 	if err != nil {
-		return nil, screenshotResult{}, err
+		return nil, ScreenshotResult{}, err
 	}
-	out := screenshotResult{RunID: r.ID(), Width: shot.Width, Height: shot.Height, FullWidth: shot.FullWidth, FullHeight: shot.FullHeight, Bytes: len(shot.PNG)}
+	out := ScreenshotResult{RunID: r.ID(), Width: shot.Width, Height: shot.Height, FullWidth: shot.FullWidth, FullHeight: shot.FullHeight, Bytes: len(shot.PNG)}
 	text := fmt.Sprintf("screenshot of run %s: %d×%d (the app drew %d×%d), %d bytes", r.ID(), shot.Width, shot.Height, shot.FullWidth, shot.FullHeight, len(shot.PNG))
 	return &mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.ImageContent{Data: shot.PNG, MIMEType: "image/png"},

@@ -131,14 +131,16 @@ func withNews(news []string, text string) string {
 	return "Meanwhile: " + strings.Join(news, "; ") + "\n" + text
 }
 
-type restartResult struct {
+// RestartResult is the structured result of flutter_hot_reload and
+// flutter_hot_restart.
+type RestartResult struct {
 	RunID      string     `json:"run_id"`
 	Applied    bool       `json:"applied"`
 	Code       int        `json:"code" jsonschema:"flutter's: 0 when applied"`
 	Message    string     `json:"message"`
 	Rejected   bool       `json:"rejected,omitempty" jsonschema:"the VM rejected the reload: a hot restart is needed"`
 	Compile    []string   `json:"compile_output,omitempty" jsonschema:"what flutter printed on stderr meanwhile: compile errors"`
-	NewErrors  []errorOut `json:"new_errors" jsonschema:"the app's errors after it, until its first frame (or 1 s), newest first"`
+	NewErrors  []AppError `json:"new_errors" jsonschema:"the app's errors after it, until its first frame (or 1 s), newest first"`
 	Settled    string     `json:"settled,omitempty" jsonschema:"first frame, or timeout when none came within 1 s"`
 	TookMS     int64      `json:"took_ms"`
 	SharedWith []string   `json:"shared_with,omitempty" jsonschema:"clients whose requests the same reload covered"`
@@ -146,27 +148,27 @@ type restartResult struct {
 	Others     []string   `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
 }
 
-func (t tools) reload(ctx context.Context, req *mcp.CallToolRequest, p reloadParams) (*mcp.CallToolResult, restartResult, error) {
+func (t tools) reload(ctx context.Context, req *mcp.CallToolRequest, p reloadParams) (*mcp.CallToolResult, RestartResult, error) {
 	return t.restart(ctx, req, p.runIDParams, p.Restart)
 }
 
-func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, restartResult, error) {
+func (t tools) hotRestart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams) (*mcp.CallToolResult, RestartResult, error) {
 	return t.restart(ctx, req, p, true)
 }
 
-func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams, full bool) (*mcp.CallToolResult, restartResult, error) {
+func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDParams, full bool) (*mcp.CallToolResult, RestartResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, restartResult{}, err
+		return nil, RestartResult{}, err
 	}
 	r, err := t.runFor(sess, p.RunID)
 	if err != nil {
-		return nil, restartResult{}, err
+		return nil, RestartResult{}, err
 	}
 	id := r.ID()
 	by, err := actorOn(sess, r, false, p.Force)
 	if err != nil {
-		return nil, restartResult{}, err
+		return nil, RestartResult{}, err
 	}
 	news := t.s.news(sess, r) // before the reload: it is not news to its caller
 	o, err := r.Restart(ctx, full, runs.Act{By: by, Force: p.Force})
@@ -174,18 +176,18 @@ func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDPar
 	var claimed *runs.ClaimedError
 	switch {
 	case errors.As(err, &claimed):
-		return nil, restartResult{}, errors.New(withNews(news, err.Error()))
+		return nil, RestartResult{}, errors.New(withNews(news, err.Error()))
 	case errors.Is(err, runs.ErrRunEnded):
-		return nil, restartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
+		return nil, RestartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
 	case errors.Is(err, runs.ErrNotStarted):
-		return nil, restartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, runs.LogURI(rec.Kind, id))
+		return nil, RestartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, runs.LogURI(rec.Kind, id))
 	case err != nil:
-		return nil, restartResult{}, err
+		return nil, RestartResult{}, err
 	}
-	out := restartResult{RunID: id, Applied: o.Applied(), Code: o.Code, Message: o.Message, Rejected: o.Rejected, Compile: o.Stderr,
-		NewErrors: []errorOut{}, Settled: o.Settled, TookMS: o.Took.Milliseconds(), Others: news}
+	out := RestartResult{RunID: id, Applied: o.Applied(), Code: o.Code, Message: o.Message, Rejected: o.Rejected, Compile: o.Stderr,
+		NewErrors: []AppError{}, Settled: o.Settled, TookMS: o.Took.Milliseconds(), Others: news}
 	for _, e := range o.Errors {
-		out.NewErrors = append(out.NewErrors, toErrorOut(e))
+		out.NewErrors = append(out.NewErrors, toAppError(e))
 	}
 	for _, a := range o.Shared {
 		out.SharedWith = append(out.SharedWith, a.Name())
@@ -255,35 +257,36 @@ func outcomeText(o runs.Outcome) (string, bool) {
 	return strings.TrimRight(b.String(), "\n"), !o.Applied()
 }
 
-type stopResult struct {
+// StopResult is flutter_stop's structured result.
+type StopResult struct {
 	RunID    string   `json:"run_id"`
 	State    string   `json:"state"`
 	ExitCode *int     `json:"exit_code,omitempty"`
 	Others   []string `json:"others,omitempty" jsonschema:"what other sessions did to this run since your last call"`
 }
 
-func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams) (*mcp.CallToolResult, stopResult, error) {
+func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams) (*mcp.CallToolResult, StopResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, stopResult{}, err
+		return nil, StopResult{}, err
 	}
 	if p.RunID == "" {
-		return nil, stopResult{}, errors.New("run_id is required: see runs_list")
+		return nil, StopResult{}, errors.New("run_id is required: see runs_list")
 	}
 	r, err := t.s.runs.Get(p.RunID)
 	if err != nil {
-		return nil, stopResult{}, err
+		return nil, StopResult{}, err
 	}
 	by, err := actorOn(sess, r, false, p.Force)
 	if err != nil {
-		return nil, stopResult{}, err
+		return nil, StopResult{}, err
 	}
 	news := t.s.news(sess, r)
 	if err := r.StopAs(ctx, runs.Act{By: by, Force: p.Force, ExitApp: p.StopApp}); err != nil {
-		return nil, stopResult{}, errors.New(withNews(news, err.Error()))
+		return nil, StopResult{}, errors.New(withNews(news, err.Error()))
 	}
 	rec := r.Record()
-	return nil, stopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode, Others: news}, nil
+	return nil, StopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode, Others: news}, nil
 }
 
 type claimParams struct {
@@ -293,7 +296,8 @@ type claimParams struct {
 	Release bool   `json:"release,omitempty"`
 }
 
-type claimResult struct {
+// ClaimResult is flutter_claim's structured result.
+type ClaimResult struct {
 	RunID   string    `json:"run_id"`
 	Claimed bool      `json:"claimed"`
 	By      string    `json:"by,omitempty"`
@@ -303,38 +307,38 @@ type claimResult struct {
 }
 
 // claim holds a run for the calling session, or releases it.
-func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParams) (*mcp.CallToolResult, claimResult, error) {
+func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParams) (*mcp.CallToolResult, ClaimResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, claimResult{}, err
+		return nil, ClaimResult{}, err
 	}
 	r, err := t.runFor(sess, p.RunID)
 	if err != nil {
-		return nil, claimResult{}, err
+		return nil, ClaimResult{}, err
 	}
 	if p.Minutes < 0 || p.Minutes > int(runs.MaxClaim/time.Minute) {
-		return nil, claimResult{}, fmt.Errorf("minutes is %d: give 1 to %d", p.Minutes, int(runs.MaxClaim/time.Minute))
+		return nil, ClaimResult{}, fmt.Errorf("minutes is %d: give 1 to %d", p.Minutes, int(runs.MaxClaim/time.Minute))
 	}
 	if sess.Transient() && !p.Release {
-		return nil, claimResult{}, errors.New("a claim needs a session that outlives this request: send an X-Fly-Client header " +
+		return nil, ClaimResult{}, errors.New("a claim needs a session that outlives this request: send an X-Fly-Client header " +
 			"with a random value of your own on every request (without it, each request is a session of its own, and others could not tell you apart)")
 	}
 	by, err := actorOn(sess, r, true, p.Force)
 	if err != nil {
-		return nil, claimResult{}, err
+		return nil, ClaimResult{}, err
 	}
 	news := t.s.news(sess, r)
 	act := runs.Act{By: by, Force: p.Force}
-	res := claimResult{RunID: r.ID(), Others: news}
+	res := ClaimResult{RunID: r.ID(), Others: news}
 	if p.Release {
 		if err := r.Release(act); err != nil {
-			return nil, claimResult{}, errors.New(withNews(news, err.Error()))
+			return nil, ClaimResult{}, errors.New(withNews(news, err.Error()))
 		}
 		return nil, res, nil
 	}
 	c, err := r.Claim(act, p.Note, time.Duration(p.Minutes)*time.Minute)
 	if err != nil {
-		return nil, claimResult{}, errors.New(withNews(news, err.Error()))
+		return nil, ClaimResult{}, errors.New(withNews(news, err.Error()))
 	}
 	res.Claimed, res.By, res.Note, res.Until = true, c.By.Name(), c.Note, c.Until
 	return nil, res, nil
@@ -347,15 +351,15 @@ type attachParams struct {
 
 // attach makes an app fly did not start a run: its errors, reloads and
 // records then work as for flyd's own runs.
-func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachParams) (*mcp.CallToolResult, runResult, error) {
+func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachParams) (*mcp.CallToolResult, RunResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, runResult{}, err
+		return nil, RunResult{}, err
 	}
 	uri, name := p.VMServiceURI, "app"
 	switch {
 	case (p.AppID == "") == (uri == ""):
-		return nil, runResult{}, errors.New("give app_id (see runs_list's apps) or vm_service_uri")
+		return nil, RunResult{}, errors.New("give app_id (see runs_list's apps) or vm_service_uri")
 	case p.AppID != "":
 		var found bool
 		if t.s.cfg.Apps != nil {
@@ -366,17 +370,17 @@ func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachPar
 			}
 		}
 		if !found {
-			return nil, runResult{}, fmt.Errorf("no app %q in this workspace: runs_list lists the apps found", p.AppID)
+			return nil, RunResult{}, fmt.Errorf("no app %q in this workspace: runs_list lists the apps found", p.AppID)
 		}
 	}
 	by := actor(sess)
 	r, err := t.s.runs.Attach(runs.AttachSpec{Root: sess.ws.Root(), VMServiceURI: uri, Name: name, By: &by, Env: sess.Env(), Max: t.s.cfg.MaxRuns})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
-		return nil, runResult{}, fmt.Errorf("%d apps are already live in this workspace, runs and attached apps together (%s): stop or detach one with flutter_stop, or start flyd with a higher --max-runs",
+		return nil, RunResult{}, fmt.Errorf("%d apps are already live in this workspace, runs and attached apps together (%s): stop or detach one with flutter_stop, or start flyd with a higher --max-runs",
 			le.Max, strings.Join(le.Live, ", "))
 	}
 	if err != nil {
-		return nil, runResult{}, err
+		return nil, RunResult{}, err
 	}
 	follow, stop := context.WithTimeout(ctx, 5*time.Second)
 	defer stop()
@@ -385,7 +389,7 @@ func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachPar
 	case <-follow.Done():
 	}
 	rec := r.Record()
-	res := runResult{RunID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID), VMServiceURI: rec.VMServiceURI,
+	res := RunResult{RunID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID), VMServiceURI: rec.VMServiceURI,
 		Message: "attached: its errors, reloads and records work as for flyd's own runs; flutter_stop detaches (stop_app: true ends the app)"}
 	return nil, res, nil
 }

@@ -15,7 +15,8 @@ type findParams struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-type findResult struct {
+// FindResult is files_find's structured result.
+type FindResult struct {
 	URIs       []string `json:"uris"`
 	Total      int      `json:"total" jsonschema:"how many files match in all"`
 	NextCursor string   `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent on the last"`
@@ -23,28 +24,28 @@ type findResult struct {
 
 // filesFind lists the workspace's files that match a glob, from the warm
 // index, in path order.
-func (t tools) filesFind(ctx context.Context, req *mcp.CallToolRequest, p findParams) (*mcp.CallToolResult, findResult, error) {
+func (t tools) filesFind(ctx context.Context, req *mcp.CallToolRequest, p findParams) (*mcp.CallToolResult, FindResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, findResult{}, err
+		return nil, FindResult{}, err
 	}
 	g, err := index.CompileGlob(p.Glob)
 	if err != nil {
-		return nil, findResult{}, fmt.Errorf("%v", err)
+		return nil, FindResult{}, fmt.Errorf("%v", err)
 	}
 	limit := p.Limit
 	switch {
 	case limit <= 0:
 		limit = index.DefaultFindLimit
 	case limit > index.MaxFindLimit:
-		return nil, findResult{}, fmt.Errorf("limit %d is over %d", limit, index.MaxFindLimit)
+		return nil, FindResult{}, fmt.Errorf("limit %d is over %d", limit, index.MaxFindLimit)
 	}
 	after, _, err := index.DecodeCursor(p.Cursor)
 	if err != nil {
-		return nil, findResult{}, err
+		return nil, FindResult{}, err
 	}
 	files, total, more := sess.ws.Index().Find(g, after, limit)
-	res := findResult{URIs: make([]string, 0, len(files)), Total: total}
+	res := FindResult{URIs: make([]string, 0, len(files)), Total: total}
 	for _, f := range files {
 		res.URIs = append(res.URIs, workspaceURI(f.Path))
 	}
@@ -70,51 +71,53 @@ type grepParams struct {
 	Cursor          string `json:"cursor,omitempty"`
 }
 
-type grepFileOut struct {
+// GrepFile is one file of files_grep's result, with its matches.
+type GrepFile struct {
 	URI     string            `json:"uri"`
 	Matches []index.GrepMatch `json:"matches"`
 }
 
-type grepResult struct {
-	Files         []grepFileOut `json:"files"`
-	Matches       int           `json:"matches"`
-	FilesSearched int           `json:"files_searched"`
-	SkippedBinary int           `json:"skipped_binary,omitempty"`
-	SkippedLarge  int           `json:"skipped_large,omitempty"`
-	Truncated     bool          `json:"truncated" jsonschema:"more matches follow: pass next_cursor to read them"`
-	NextCursor    string        `json:"next_cursor,omitempty"`
+// GrepResult is files_grep's structured result.
+type GrepResult struct {
+	Files         []GrepFile `json:"files"`
+	Matches       int        `json:"matches"`
+	FilesSearched int        `json:"files_searched"`
+	SkippedBinary int        `json:"skipped_binary,omitempty"`
+	SkippedLarge  int        `json:"skipped_large,omitempty"`
+	Truncated     bool       `json:"truncated" jsonschema:"more matches follow: pass next_cursor to read them"`
+	NextCursor    string     `json:"next_cursor,omitempty"`
 }
 
 // grep runs one page of a search of w.
-func (s *Server) grep(ctx context.Context, w Workspace, p grepParams) (grepResult, error) {
+func (s *Server) grep(ctx context.Context, w Workspace, p grepParams) (GrepResult, error) {
 	q := index.GrepQuery{Pattern: p.Pattern, Literal: p.Literal, Glob: p.Glob, CaseInsensitive: p.CaseInsensitive,
 		Context: p.Context, Limit: p.Limit, Cursor: p.Cursor}
 	opt, err := q.Options(defaultTextBudget, s.cfg.MaxReadBytes)
 	if err != nil {
-		return grepResult{}, err
+		return GrepResult{}, err
 	}
 	pg, err := w.Index().Grep(ctx, w.Index().Root(), opt)
 	if err != nil {
-		return grepResult{}, err
+		return GrepResult{}, err
 	}
-	res := grepResult{Files: []grepFileOut{}, Matches: pg.Matches, FilesSearched: pg.Searched,
+	res := GrepResult{Files: []GrepFile{}, Matches: pg.Matches, FilesSearched: pg.Searched,
 		SkippedBinary: pg.SkippedBinary, SkippedLarge: pg.SkippedLarge, Truncated: pg.Truncated, NextCursor: pg.NextCursor()}
 	for _, f := range pg.Files {
-		res.Files = append(res.Files, grepFileOut{URI: workspaceURI(f.Path), Matches: f.Matches})
+		res.Files = append(res.Files, GrepFile{URI: workspaceURI(f.Path), Matches: f.Matches})
 	}
 	return res, nil
 }
 
 // filesGrep searches the contents of the workspace's files from the warm
 // index, within a byte budget per page.
-func (t tools) filesGrep(ctx context.Context, req *mcp.CallToolRequest, p grepParams) (*mcp.CallToolResult, grepResult, error) {
+func (t tools) filesGrep(ctx context.Context, req *mcp.CallToolRequest, p grepParams) (*mcp.CallToolResult, GrepResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, grepResult{}, err
+		return nil, GrepResult{}, err
 	}
 	res, err := t.s.grep(ctx, sess.ws, p)
 	if err != nil {
-		return nil, grepResult{}, err
+		return nil, GrepResult{}, err
 	}
 	var b strings.Builder
 	for _, f := range res.Files {

@@ -126,7 +126,8 @@ type runParams struct {
 	Attach string   `json:"attach,omitempty" jsonschema:"an app id (runs_list) or VM-service URI"`
 }
 
-type runResult struct {
+// RunResult is the structured result of flutter_run and flutter_attach.
+type RunResult struct {
 	RunID        string `json:"run_id"`
 	AppID        string `json:"app_id,omitempty"`
 	State        string `json:"state"`
@@ -136,10 +137,10 @@ type runResult struct {
 	Message      string `json:"message,omitempty"`
 }
 
-func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runParams) (*mcp.CallToolResult, runResult, error) {
+func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runParams) (*mcp.CallToolResult, RunResult, error) {
 	if p.Attach != "" {
 		if p.Device != "" || len(p.Args) > 0 || p.Mode != "" || p.Target != "" || p.Flavor != "" || len(p.DartDefines) > 0 {
-			return nil, runResult{}, errors.New("attach takes no other field: the app runs already, as it was started")
+			return nil, RunResult{}, errors.New("attach takes no other field: the app runs already, as it was started")
 		}
 		a := attachParams{AppID: p.Attach}
 		if strings.Contains(p.Attach, "://") {
@@ -149,14 +150,14 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	}
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, runResult{}, err
+		return nil, RunResult{}, err
 	}
 	args, err := p.args(sess.ws.Index().Root())
 	if err != nil {
-		return nil, runResult{}, err
+		return nil, RunResult{}, err
 	}
 	if err := checkRunArgs(sess.ws.Index().Root(), p.Args); err != nil {
-		return nil, runResult{}, err
+		return nil, RunResult{}, err
 	}
 	if p.Device != "" {
 		args = append([]string{"-d", p.Device}, args...)
@@ -165,11 +166,11 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindRun, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxRuns, By: &by,
 		Args: append(append([]string{"run", "--machine"}, args...), p.Args...)})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
-		return nil, runResult{}, fmt.Errorf("%d runs are already live in this workspace (%s): stop one with flutter_stop, or start flyd with a higher --max-runs",
+		return nil, RunResult{}, fmt.Errorf("%d runs are already live in this workspace (%s): stop one with flutter_stop, or start flyd with a higher --max-runs",
 			le.Max, strings.Join(le.Live, ", "))
 	}
 	if err != nil {
-		return nil, runResult{}, err
+		return nil, RunResult{}, err
 	}
 	r.SetProgress(progress(ctx, req))
 	defer r.SetProgress(nil)
@@ -191,7 +192,7 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	case <-wait.Done():
 	}
 	rec := r.Record()
-	res := runResult{RunID: rec.ID, AppID: rec.AppID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID),
+	res := RunResult{RunID: rec.ID, AppID: rec.AppID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID),
 		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI}
 	switch {
 	case rec.State == store.StateRunning:
@@ -215,7 +216,8 @@ type buildParams struct {
 	Platform string `json:"platform" jsonschema:"apk, appbundle, web, ios, ipa, macos, linux or windows"`
 }
 
-type buildResult struct {
+// BuildResult is flutter_build's structured result.
+type BuildResult struct {
 	BuildID      string   `json:"build_id"`
 	ExitCode     int      `json:"exit_code"`
 	State        string   `json:"state"`
@@ -224,34 +226,34 @@ type buildResult struct {
 	LogTail      []string `json:"log_tail,omitempty"`
 }
 
-func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParams) (*mcp.CallToolResult, buildResult, error) {
+func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParams) (*mcp.CallToolResult, BuildResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, buildResult{}, err
+		return nil, BuildResult{}, err
 	}
 	sub, ok := buildPlatforms[p.Platform]
 	if !ok {
-		return nil, buildResult{}, fmt.Errorf("platform %q is not one of apk, appbundle, web, ios, ipa, macos, linux, windows", p.Platform)
+		return nil, BuildResult{}, fmt.Errorf("platform %q is not one of apk, appbundle, web, ios, ipa, macos, linux, windows", p.Platform)
 	}
 	args, err := p.args(sess.ws.Index().Root())
 	if err != nil {
-		return nil, buildResult{}, err
+		return nil, BuildResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.cfg.BuildTimeout)
 	defer cancel()
 	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindBuild, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxBuilds,
 		Args: append([]string{"build", sub}, args...)})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
-		return nil, buildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
+		return nil, BuildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
 			le.Max, strings.Join(le.Live, ", "))
 	}
 	if err != nil {
-		return nil, buildResult{}, err
+		return nil, BuildResult{}, err
 	}
 	r.SetProgress(progress(ctx, req))
 	<-r.Done()
 	rec := r.Record()
-	res := buildResult{BuildID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID)}
+	res := BuildResult{BuildID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID)}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -306,8 +308,8 @@ func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout ti
 
 type noParams struct{}
 
-// device is one entry of `flutter devices --machine`.
-type device struct {
+// Device is one entry of `flutter devices --machine`.
+type Device struct {
 	ID             string          `json:"id"`
 	Name           string          `json:"name"`
 	TargetPlatform string          `json:"targetPlatform"`
@@ -317,17 +319,18 @@ type device struct {
 	Capabilities   map[string]bool `json:"capabilities,omitempty"`
 }
 
-type devicesResult struct {
-	Devices []device `json:"devices"`
+// DevicesResult is the structured result of flutter_sdk's devices.
+type DevicesResult struct {
+	Devices []Device `json:"devices"`
 	LogURI  string   `json:"log_uri"`
 }
 
-func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, devicesResult, error) {
+func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, DevicesResult, error) {
 	r, err := t.oneShot(ctx, req, 2*time.Minute, "devices", "--machine")
 	if err != nil {
-		return nil, devicesResult{}, err
+		return nil, DevicesResult{}, err
 	}
-	res := devicesResult{Devices: []device{}, LogURI: runs.LogURI(store.KindTool, r.ID())}
+	res := DevicesResult{Devices: []Device{}, LogURI: runs.LogURI(store.KindTool, r.ID())}
 	var out strings.Builder
 	for _, e := range r.Ring().Tail(r.Ring().Len()) {
 		if e.Stream == logring.Stdout {
@@ -344,19 +347,20 @@ func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams
 	return nil, res, fmt.Errorf("flutter devices --machine (%s) printed no device list; see %s:\n%s", rec.State, res.LogURI, tailText(r.Ring(), 20))
 }
 
-type doctorResult struct {
+// DoctorResult is the structured result of flutter_sdk's doctor.
+type DoctorResult struct {
 	ExitCode int    `json:"exit_code"`
 	Report   string `json:"report"`
 	LogURI   string `json:"log_uri"`
 }
 
-func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, doctorResult, error) {
+func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams) (*mcp.CallToolResult, DoctorResult, error) {
 	r, err := t.oneShot(ctx, req, 3*time.Minute, "doctor")
 	if err != nil {
-		return nil, doctorResult{}, err
+		return nil, DoctorResult{}, err
 	}
 	rec := r.Record()
-	res := doctorResult{Report: outputText(r.Ring(), defaultTextBudget), LogURI: runs.LogURI(store.KindTool, r.ID())}
+	res := DoctorResult{Report: outputText(r.Ring(), defaultTextBudget), LogURI: runs.LogURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -370,7 +374,8 @@ type createParams struct {
 	Confirm     bool   `json:"confirm,omitempty"`
 }
 
-type createResult struct {
+// CreateResult is the structured result of flutter_sdk's create.
+type CreateResult struct {
 	ExitCode  int    `json:"exit_code"`
 	Directory string `json:"directory"`
 	LogURI    string `json:"log_uri"`
@@ -378,17 +383,17 @@ type createResult struct {
 
 var identRE = regexp.MustCompile(`^[A-Za-z0-9_.]+$`)
 
-func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createParams) (*mcp.CallToolResult, createResult, error) {
+func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createParams) (*mcp.CallToolResult, CreateResult, error) {
 	if !p.Confirm {
-		return nil, createResult{}, errors.New("create writes files into the workspace: call it again with confirm: true")
+		return nil, CreateResult{}, errors.New("create writes files into the workspace: call it again with confirm: true")
 	}
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, createResult{}, err
+		return nil, CreateResult{}, err
 	}
 	dir := path.Clean(p.Directory)
 	if err := checkWritableDir(sess.ws.Index().Root(), dir); err != nil {
-		return nil, createResult{}, fmt.Errorf("create: directory %q refused: %w", p.Directory, err)
+		return nil, CreateResult{}, fmt.Errorf("create: directory %q refused: %w", p.Directory, err)
 	}
 	args := []string{"create"}
 	for flag, v := range map[string]string{"--project-name": p.ProjectName, "--org": p.Org} {
@@ -396,17 +401,17 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 			continue
 		}
 		if !identRE.MatchString(v) {
-			return nil, createResult{}, fmt.Errorf("%s %q may hold letters, digits, '_' and '.' only", flag, v)
+			return nil, CreateResult{}, fmt.Errorf("%s %q may hold letters, digits, '_' and '.' only", flag, v)
 		}
 		args = append(args, flag, v)
 	}
 	args = append(args, dir)
 	r, err := t.oneShot(ctx, req, 5*time.Minute, args...)
 	if err != nil {
-		return nil, createResult{}, err
+		return nil, CreateResult{}, err
 	}
 	rec := r.Record()
-	res := createResult{Directory: filepath.Join(sess.ws.Root(), filepath.FromSlash(dir)), LogURI: runs.LogURI(store.KindTool, r.ID())}
+	res := CreateResult{Directory: filepath.Join(sess.ws.Root(), filepath.FromSlash(dir)), LogURI: runs.LogURI(store.KindTool, r.ID())}
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
@@ -420,16 +425,17 @@ type runsListParams struct {
 	All bool `json:"all,omitempty" jsonschema:"every workspace's"`
 }
 
-type runsListResult struct {
+// RunsListResult is runs_list's structured result.
+type RunsListResult struct {
 	Runs   []wire.Run `json:"runs" jsonschema:"newest first, with who started each, its last action, claim and error counts"`
 	Apps   []wire.App `json:"apps" jsonschema:"Flutter apps running outside fly (an IDE's, a terminal's), found through their Dart Tooling Daemon"`
 	Others []string   `json:"others,omitempty" jsonschema:"what other sessions did to this workspace's live runs since your last call"`
 }
 
-func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsListParams) (*mcp.CallToolResult, runsListResult, error) {
+func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsListParams) (*mcp.CallToolResult, RunsListResult, error) {
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, runsListResult{}, err
+		return nil, RunsListResult{}, err
 	}
 	root := sess.ws.Root()
 	if p.All {
@@ -437,9 +443,9 @@ func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsLis
 	}
 	infos, err := t.s.runs.Infos(root)
 	if err != nil {
-		return nil, runsListResult{}, err
+		return nil, RunsListResult{}, err
 	}
-	res := runsListResult{Runs: infos, Apps: []wire.App{}}
+	res := RunsListResult{Runs: infos, Apps: []wire.App{}}
 	if t.s.cfg.Apps != nil {
 		res.Apps = t.s.cfg.Apps(root)
 	}
@@ -464,7 +470,8 @@ type logsReadParams struct {
 	MaxBytes int      `json:"max_bytes,omitempty"`
 }
 
-type logsReadResult struct {
+// LogsReadResult is logs_read's structured result.
+type LogsReadResult struct {
 	RunID     string   `json:"run_id"`
 	State     string   `json:"state"`
 	FirstSeq  uint64   `json:"first_seq" jsonschema:"the oldest seq the log holds"`
@@ -488,16 +495,16 @@ const (
 // line ("seq time stream text"), within a byte budget: by default the
 // newest entries; with since, the oldest after it. The structured result
 // says where the page lies and how to page on.
-func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsReadParams) (*mcp.CallToolResult, logsReadResult, error) {
+func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsReadParams) (*mcp.CallToolResult, LogsReadResult, error) {
 	sel, err := logSelect(p.Streams, p.Events)
 	if err != nil {
-		return nil, logsReadResult{}, err
+		return nil, LogsReadResult{}, err
 	}
 	id := p.RunID
 	if strings.Contains(id, "://") {
 		_, uid, _, err := parseLogURI(id)
 		if err != nil {
-			return nil, logsReadResult{}, err
+			return nil, LogsReadResult{}, err
 		}
 		id = uid
 	}
@@ -506,22 +513,22 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 	case budget <= 0:
 		budget = defaultTextBudget
 	case budget > maxTextBudget:
-		return nil, logsReadResult{}, fmt.Errorf("max_bytes %d is over %d", budget, maxTextBudget)
+		return nil, LogsReadResult{}, fmt.Errorf("max_bytes %d is over %d", budget, maxTextBudget)
 	}
 	if p.Grep != "" {
 		re, err := regexp.Compile(p.Grep)
 		if err != nil {
-			return nil, logsReadResult{}, fmt.Errorf("grep %q: %w", p.Grep, err)
+			return nil, LogsReadResult{}, fmt.Errorf("grep %q: %w", p.Grep, err)
 		}
 		sel.Grep = re
 	}
 	sess, err := t.call(req)
 	if err != nil {
-		return nil, logsReadResult{}, err
+		return nil, LogsReadResult{}, err
 	}
 	r, err := t.runFor(sess, id)
 	if err != nil {
-		return nil, logsReadResult{}, err
+		return nil, LogsReadResult{}, err
 	}
 	id = r.ID()
 	var pg runs.TextPage
@@ -530,7 +537,7 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 	} else {
 		pg = r.BackwardPage(ctx, p.Before, sel, budget, p.Tail)
 	}
-	res := logsReadResult{RunID: id, State: string(r.Record().State), FirstSeq: pg.First, LastSeq: pg.Last,
+	res := LogsReadResult{RunID: id, State: string(r.Record().State), FirstSeq: pg.First, LastSeq: pg.Last,
 		Entries: len(pg.Lines), NextSince: pg.Next, Truncated: pg.Truncated}
 	res.Others = t.s.news(sess, r)
 	if len(pg.Lines) > 0 {

@@ -1,5 +1,5 @@
 // Drives flyd's dashboard in headless Chromium (playwright-core, with the
-// system's Chromium) for daemon/dashboard_test.go. Environment:
+// system's Chromium) for daemon/e2e/dashboard_test.go. Environment:
 //   FLY_URL   the login address (http://ADDR/#token=...)
 //   FLY_OTHER a page on another loopback port, as any local web server the
 //             user's browser visits: it must get nothing usable
