@@ -204,7 +204,7 @@ func New(cfg Config) *Server {
 func (s *Server) Run(ctx context.Context) error {
 	s.started = time.Now()
 	p := s.cfg.Paths
-	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+	if err := owner.MkdirPrivate(p.StateDir); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
 	lock, err := endpoint.Acquire(p.Lock())

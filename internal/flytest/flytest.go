@@ -10,9 +10,11 @@ package flytest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -26,13 +28,27 @@ var bins struct {
 	out          []byte
 }
 
+// EnvBinaries names a directory of prebuilt flyd and flyctl binaries for
+// Binaries to use instead of building them: a test binary run where no
+// Go toolchain is (a Windows test binary under Wine, see .ci/wine).
+const EnvBinaries = "FLY_TEST_BINARIES"
+
 // Binaries builds cmd/flyd and cmd/flyctl, race-checked when the test
-// binary is, and returns their paths. The first call builds; later calls,
-// from any goroutine, wait for it and share the result. Call Cleanup from
-// TestMain to remove them.
+// binary is, and returns their paths (or those in $FLY_TEST_BINARIES).
+// The first call builds; later calls, from any goroutine, wait for it
+// and share the result. Call Cleanup from TestMain to remove them.
 func Binaries(t testing.TB) (flyd, flyctl string) {
 	t.Helper()
 	bins.once.Do(func() {
+		if dir := os.Getenv(EnvBinaries); dir != "" {
+			bins.flyd, bins.flyctl = filepath.Join(dir, "flyd"+exeSuffix), filepath.Join(dir, "flyctl"+exeSuffix)
+			for _, p := range []string{bins.flyd, bins.flyctl} {
+				if _, err := os.Stat(p); err != nil {
+					bins.err = fmt.Errorf("%s: %w", EnvBinaries, err)
+				}
+			}
+			return
+		}
 		bins.dir, bins.err = os.MkdirTemp("", "flybin")
 		if bins.err != nil {
 			return
@@ -43,14 +59,17 @@ func Binaries(t testing.TB) (flyd, flyctl string) {
 		}
 		args = append(args, "github.com/fly-dev/fly/cmd/flyd", "github.com/fly-dev/fly/cmd/flyctl")
 		bins.out, bins.err = exec.Command("go", args...).CombinedOutput()
-		bins.flyd = filepath.Join(bins.dir, "flyd")
-		bins.flyctl = filepath.Join(bins.dir, "flyctl")
+		bins.flyd = filepath.Join(bins.dir, "flyd"+exeSuffix)
+		bins.flyctl = filepath.Join(bins.dir, "flyctl"+exeSuffix)
 	})
 	if bins.err != nil {
 		t.Fatalf("build flyd and flyctl: %v\n%s", bins.err, bins.out)
 	}
 	return bins.flyd, bins.flyctl
 }
+
+// exeSuffix ends the name of a program on this OS: ".exe" on Windows.
+var exeSuffix = map[bool]string{true: ".exe"}[runtime.GOOS == "windows"]
 
 // Cleanup removes the binaries Binaries built, if any. Call it from
 // TestMain after m.Run.
