@@ -16,12 +16,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/fly-dev/fly/daemon/endpoint"
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/mcpserver"
+	"github.com/fly-dev/fly/internal/fileuri"
 	"github.com/fly-dev/fly/internal/wire"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MCP Streamable HTTP at /mcp: each session is the go-sdk's
@@ -400,11 +402,11 @@ func (s *Server) bindWorkspace(ctx context.Context, sess *session) error {
 	if err != nil || len(res.Roots) == 0 {
 		return errNoWorkspace
 	}
-	u, err := url.Parse(res.Roots[0].URI)
-	if err != nil || u.Scheme != "file" || u.Path == "" {
+	root, ok := fileuri.ToPath(res.Roots[0].URI)
+	if !ok {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("the client's first root %q is not a file:// directory: add ?workspace=/abs/path to the MCP URL", res.Roots[0].URI)}
 	}
-	w, err := s.ws.acquire(u.Path)
+	w, err := s.ws.acquire(root)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("workspace from the client's roots: %v", err)}
 	}

@@ -51,7 +51,7 @@ When the exception was thrown, this was the stack:
 ════════════════════════════════════════════════════════════════════════════════════════════════════`
 
 func TestParseEvent(t *testing.T) {
-	e, err := ParseEvent(json.RawMessage(overflow), Project{Root: "/Users/me/flight_check/example", Package: "flight_check_example"})
+	e, err := ParseEvent(json.RawMessage(native(overflow)), Project{Root: nativeRoot("/Users/me/flight_check/example"), Package: "flight_check_example"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +59,12 @@ func TestParseEvent(t *testing.T) {
 	if e.Library != want.Library || e.Summary != want.Summary || e.Widget != want.Widget || e.Location != want.Location || e.Repeat || !strings.Contains(e.Text, "EXCEPTION CAUGHT") {
 		t.Errorf("ParseEvent(overflow) = %+v, want %+v", e, want)
 	}
-	e, err = ParseEvent(json.RawMessage(nullCheck), Project{Root: "/elsewhere", Package: "flight_check_example"})
+	e, err = ParseEvent(json.RawMessage(native(nullCheck)), Project{Root: nativeRoot("/elsewhere"), Package: "flight_check_example"})
 	if err != nil || e.Library != "gesture" || e.Summary != "Null check operator used on a null value" || e.Frame != "lib/main.dart:311:28" || e.Location != "" {
 		t.Errorf("ParseEvent(nullCheck) = %+v, %v; want the project's frame lib/main.dart:311:28", e, err)
 	}
 	// A widget outside the project has no location.
-	e, _ = ParseEvent(json.RawMessage(overflow), Project{Root: "/other/app", Package: "app"})
+	e, _ = ParseEvent(json.RawMessage(native(overflow)), Project{Root: nativeRoot("/other/app"), Package: "app"})
 	if e.Widget != "Column" || e.Location != "" {
 		t.Errorf("a widget outside the root: %q at %q, want Column with no location", e.Widget, e.Location)
 	}
@@ -79,8 +79,8 @@ func TestParseEvent(t *testing.T) {
 }
 
 func TestParseText(t *testing.T) {
-	p := Project{Root: "/home/u/app", Package: "flutter_hello_world"}
-	e, ok := ParseText(buildBlock, p)
+	p := Project{Root: nativeRoot("/home/u/app"), Package: "flutter_hello_world"}
+	e, ok := ParseText(native(buildBlock), p)
 	if !ok || e.Library != "widgets library" || e.Summary != "Exception: Oops" || e.Widget != "MyBrokenHomePage" ||
 		e.Location != "lib/broken.dart:11:13" || e.Frame != "lib/broken.dart:26:5" {
 		t.Errorf("ParseText(build block) = %+v, %v", e, ok)
@@ -179,7 +179,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(overflow), buildBlock)
 	f.Add([]byte(nullCheck), "Another exception was thrown: x")
 	f.Fuzz(func(t *testing.T, data []byte, text string) {
-		p := Project{Root: "/home/u/app", Package: "app"}
+		p := Project{Root: nativeRoot("/home/u/app"), Package: "app"}
 		check := func(e Error) {
 			for _, s := range []string{e.Library, e.Widget, e.Location, e.Frame} {
 				if len(s) > maxField+len("…") {
@@ -233,7 +233,7 @@ func TestListCursorSeesRepeats(t *testing.T) {
 // TestScanner: the text forms of errors become the same entries as the
 // structured ones, whether a block comes in one event or a line each.
 func TestScanner(t *testing.T) {
-	p := Project{Root: "/home/u/app", Package: "flutter_hello_world"}
+	p := Project{Root: nativeRoot("/home/u/app"), Package: "flutter_hello_world"}
 	want := func(t *testing.T, got []Error, summary, library, frame string) {
 		t.Helper()
 		if len(got) != 1 || got[0].Summary != summary || got[0].Library != library || got[0].Frame != frame {
@@ -241,10 +241,10 @@ func TestScanner(t *testing.T) {
 		}
 	}
 	s := NewScanner(p)
-	want(t, s.Text(buildBlock, false, ""), "Exception: Oops", "widgets library", "lib/broken.dart:26:5")
+	want(t, s.Text(native(buildBlock), false, ""), "Exception: Oops", "widgets library", "lib/broken.dart:26:5")
 
 	var got []Error
-	for _, line := range strings.Split(buildBlock, "\n") {
+	for _, line := range strings.Split(native(buildBlock), "\n") {
 		got = append(got, s.Text("flutter: "+line, false, "")...)
 	}
 	want(t, got, "Exception: Oops", "widgets library", "lib/broken.dart:26:5")
@@ -279,7 +279,7 @@ func FuzzScanner(f *testing.F) {
 	f.Add(buildBlock, false, "")
 	f.Add("[ERROR:flutter/x] Unhandled Exception: y\n#0 a (package:p/m.dart:1:2)", true, "#0 b (file:///r/lib/x.dart:3)")
 	f.Fuzz(func(t *testing.T, text string, isError bool, stack string) {
-		s := NewScanner(Project{Root: "/r", Package: "p"})
+		s := NewScanner(Project{Root: nativeRoot("/r"), Package: "p"})
 		for _, e := range s.Text(text, isError, stack) {
 			if len(e.Summary) > maxSummary+4 || len(e.Text) > maxText+4 || e.Summary == "" {
 				t.Fatalf("unbounded or empty error %+v", e)
@@ -303,7 +303,7 @@ func TestParseEventBoundedWhileDecoding(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		e, err := ParseEvent(json.RawMessage(data), Project{Root: "/p", Package: "app"})
+		e, err := ParseEvent(json.RawMessage(data), Project{Root: nativeRoot("/p"), Package: "app"})
 		runtime.ReadMemStats(&after)
 		if err != nil || e.Summary != "boom" {
 			t.Errorf("%s: ParseEvent = %+v, %v; want the summary boom", name, e, err)

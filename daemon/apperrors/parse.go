@@ -3,11 +3,11 @@ package apperrors
 import (
 	"encoding/json"
 	"errors"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/fly-dev/fly/internal/fileuri"
 	"github.com/fly-dev/fly/internal/jsonscan"
 )
 
@@ -185,11 +185,11 @@ func projectPath(uri string, p Project) string {
 		}
 		return "lib/" + path
 	}
-	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "file" || p.Root == "" {
+	path, ok := fileuri.ToPath(uri)
+	if !ok || p.Root == "" {
 		return ""
 	}
-	rel, err := filepath.Rel(filepath.Clean(p.Root), filepath.FromSlash(u.Path))
+	rel, err := filepath.Rel(filepath.Clean(p.Root), path)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return ""
 	}

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/fly-dev/fly/internal/fileuri"
 	"github.com/fly-dev/fly/internal/jsonscan"
 	"github.com/fly-dev/fly/internal/safetext"
 )
@@ -250,8 +250,8 @@ func location(n *node, root string) string {
 		return ""
 	}
 	file := l.File
-	if u, err := url.Parse(l.File); err == nil && u.Scheme == "file" {
-		if rel, err := filepath.Rel(filepath.Clean(root), filepath.FromSlash(u.Path)); err == nil && !strings.HasPrefix(rel, "..") {
+	if path, ok := fileuri.ToPath(l.File); ok {
+		if rel, err := filepath.Rel(filepath.Clean(root), path); err == nil && !strings.HasPrefix(rel, "..") {
 			file = filepath.ToSlash(rel)
 		}
 	}

@@ -10,13 +10,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/fly-dev/fly/internal/mcpconfig"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fly-dev/fly/internal/fileuri"
+	"github.com/fly-dev/fly/internal/mcpconfig"
 )
 
 // An instance and who shares it: its state, its sessions joining and
@@ -221,6 +222,5 @@ func (in *instance) status() Status {
 }
 
 func rootOf(dir string) *mcp.Root {
-	u := url.URL{Scheme: "file", Path: dir}
-	return &mcp.Root{URI: u.String(), Name: dir}
+	return &mcp.Root{URI: fileuri.FromPath(dir), Name: dir}
 }

@@ -376,37 +376,39 @@ Usage: flutter <command> [arguments]
 Available commands (this fake implements): build, create, devices, doctor, run.
 `
 
-// Install makes the running executable (a test binary) available as
-// dir/flutter and returns that path: a symlink, or a copy where links
-// are refused. The caller puts dir first on PATH, sets
-// FLY_TEST_HELPER=flutter for the child, and has its TestMain call Main
-// (see the package comment).
+// Install makes the running executable (a test binary) available as the
+// flutter command in dir and returns its path: on Unix dir/flutter, a
+// symlink or a copy where links are refused; on Windows dir/flutter.bat,
+// which runs a copy of it, as the real SDK's flutter.bat runs the Dart VM.
+// The caller puts dir first on PATH, sets FLY_TEST_HELPER=flutter for the
+// child, and has its TestMain call Main (see the package comment).
 func Install(dir string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("install fake flutter: %w", err)
 	}
-	dst := filepath.Join(dir, "flutter")
-	if err := os.Symlink(self, dst); err == nil {
-		return dst, nil
-	}
-	src, err := os.Open(self)
+	return install(self, dir)
+}
+
+// copyFile copies src to dst, a new executable file.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
 	if err != nil {
-		return "", fmt.Errorf("install fake flutter: %w", err)
+		return fmt.Errorf("install fake flutter: %w", err)
 	}
-	defer src.Close()
+	defer in.Close()
 	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
 	if err != nil {
-		return "", fmt.Errorf("install fake flutter: %w", err)
+		return fmt.Errorf("install fake flutter: %w", err)
 	}
-	if _, err := io.Copy(f, src); err != nil {
+	if _, err := io.Copy(f, in); err != nil {
 		f.Close()
-		return "", fmt.Errorf("install fake flutter: %w", err)
+		return fmt.Errorf("install fake flutter: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("install fake flutter: %w", err)
+		return fmt.Errorf("install fake flutter: %w", err)
 	}
-	return dst, nil
+	return nil
 }
 
 func version(stdout io.Writer, machine bool) int {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/fly-dev/fly/internal/fileuri"
 )
 
 // What the app registers and answers on its VM service beyond errors:
@@ -141,7 +143,7 @@ func (t *treeBuilder) local(name, file string, line, col int, children ...*treeN
 	}
 	n := &treeNode{"description": name, "type": "_ElementDiagnosticableTreeNode", "widgetRuntimeType": name, "style": "dense",
 		"valueId": t.id(), "locationId": t.n, "hasChildren": len(kids) > 0, "createdByLocalProject": true, "summaryTree": t.summary,
-		"creationLocation": map[string]any{"file": "file://" + filepath.ToSlash(filepath.Join(t.root, file)), "line": line, "column": col, "name": name},
+		"creationLocation": map[string]any{"file": fileuri.FromPath(filepath.Join(t.root, file)), "line": line, "column": col, "name": name},
 		"children":         kids}
 	if t.summary {
 		return n

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/fly-dev/fly/internal/fileuri"
 )
 
 // vmService is the fake app's VM service as DDS fronts it (the
@@ -514,7 +516,7 @@ func (v *vmService) nextErrorText(kind string) string {
 // flutterError is the extensionData of a first Flutter.Error of kind,
 // with a "summary" key the caller removes.
 func flutterError(kind, root, pkg string, id func() string) map[string]any {
-	main := "file://" + filepath.ToSlash(filepath.Join(root, "lib", "main.dart"))
+	main := fileuri.FromPath(filepath.Join(root, "lib", "main.dart"))
 	node := func(typ, desc string, extra map[string]any) map[string]any {
 		n := map[string]any{"description": desc, "type": typ, "showSeparator": false, "showName": false, "style": "flat",
 			"allowNameWrap": true, "valueId": id(), "properties": []any{}, "children": []any{}, "defaultValue": "null",

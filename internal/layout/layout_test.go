@@ -63,7 +63,7 @@ var rules = []struct {
 // (lockfile and owner also import golang.org/x/sys/windows on Windows,
 // which this list, taken on the machine's OS, does not see.)
 var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext", mod + "/internal/jsonscan",
-	mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/logkey", mod + "/internal/proc"}
+	mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/logkey", mod + "/internal/proc", mod + "/internal/fileuri"}
 
 // shimAllowed is everything outside the standard library the shim may
 // link: it is in every editor's process list, so it stays tiny.
