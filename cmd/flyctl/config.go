@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -363,7 +362,7 @@ func selfPath(getenv func(string) string) (string, error) {
 		if !filepath.IsAbs(dir) {
 			continue
 		}
-		cand := filepath.Join(dir, "flyctl")
+		cand := filepath.Join(dir, "flyctl"+exeSuffix)
 		if fi, err := os.Stat(cand); err == nil && os.SameFile(fi, selfInfo) {
 			return cand, nil
 		}
@@ -379,24 +378,7 @@ func (mc mcpClient) path(dir string, getenv func(string) string) (string, error)
 	if !mc.global {
 		return filepath.Join(dir, mc.file), nil
 	}
-	home := getenv("HOME")
-	switch runtime.GOOS {
-	case "darwin":
-		if home == "" {
-			return "", errors.New("cannot find Claude Desktop's config: HOME is not set")
-		}
-		return filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json"), nil
-	case "linux":
-		base := getenv("XDG_CONFIG_HOME")
-		if !filepath.IsAbs(base) {
-			if home == "" {
-				return "", errors.New("cannot find Claude Desktop's config: neither XDG_CONFIG_HOME nor HOME is set")
-			}
-			base = filepath.Join(home, ".config")
-		}
-		return filepath.Join(base, "Claude", "claude_desktop_config.json"), nil
-	}
-	return "", fmt.Errorf("flyctl does not know where Claude Desktop keeps its config on %s; paste the snippet that flyctl config mcp --client claude prints into claude_desktop_config.json", runtime.GOOS)
+	return claudeDesktopConfig(getenv)
 }
 
 // marshalIndented encodes v with two-space indentation, without HTML

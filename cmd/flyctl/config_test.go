@@ -9,7 +9,15 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fly-dev/fly/internal/wine"
 )
+
+// jsonText is s as a JSON string holds it, without the quotes.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
 
 // configEnv is a getenv for config mcp: a fixed PATH and Flutter
 // environment under home.
@@ -36,7 +44,12 @@ func TestConfigMCPPrint(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("flyctl %q: exit %d, stderr %s", args, code, errs)
 			}
-			checkGolden(t, "cli/config_mcp_"+client+".golden", strings.ReplaceAll(out, ws, "<WORKSPACE>"))
+			// Paths as JSON writes them (a Windows path's backslashes
+			// are escaped), and --flyctl made absolute (on Windows, on
+			// the current drive).
+			abs, _ := filepath.Abs("/usr/local/bin/flyctl")
+			out = strings.NewReplacer(jsonText(ws), "<WORKSPACE>", jsonText(abs), "/usr/local/bin/flyctl").Replace(out)
+			checkGolden(t, "cli/config_mcp_"+client+".golden", out)
 			if !strings.Contains(errs, "--write") {
 				t.Errorf("stderr = %q, want a pointer to --write", errs)
 			}
@@ -123,7 +136,7 @@ func TestConfigMCPWrite(t *testing.T) {
 		!reflect.DeepEqual(before["inputs"], after["inputs"]) || !reflect.DeepEqual(before["zzz"], after["zzz"]) {
 		t.Errorf("the merge changed what it does not own:\nbefore %v\nafter  %v", before, after)
 	}
-	if fi, _ := os.Stat(name); fi.Mode().Perm() != 0o600 {
+	if fi, _ := os.Stat(name); runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 { // Windows has no mode bits
 		t.Errorf("mode after the merge = %v, want the file's 0600 kept", fi.Mode().Perm())
 	}
 	entries, _ := os.ReadDir(filepath.Dir(name))
@@ -168,19 +181,26 @@ func TestConfigMCPWriteNew(t *testing.T) {
 }
 
 func TestConfigMCPWriteClaude(t *testing.T) {
-	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
-		t.Skip("Claude Desktop's config path is known on Linux and macOS")
-	}
 	home := t.TempDir()
 	ws := t.TempDir()
-	getenv := configEnv(home)
-	name := filepath.Join(home, ".config", "Claude", "claude_desktop_config.json")
-	if runtime.GOOS == "darwin" {
-		name = filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json")
+	appData := filepath.Join(home, "AppData", "Roaming")
+	getenv := func(k string) string {
+		if k == "APPDATA" {
+			return appData
+		}
+		return configEnv(home)(k)
 	}
+	name := filepath.Join(home, ".config", "Claude", "claude_desktop_config.json")
+	switch runtime.GOOS {
+	case "darwin":
+		name = filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json")
+	case "windows":
+		name = filepath.Join(appData, "Claude", "claude_desktop_config.json")
+	}
+	self := filepath.Join(home, "fly", "flyctl"+exeSuffix) // absolute on every OS
 	os.MkdirAll(filepath.Dir(name), 0o755)
 	os.WriteFile(name, []byte(`{"globalShortcut": "Ctrl+Space", "mcpServers": {"files": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"]}}}`), 0o644)
-	mustFlyctl(t, getenv, "config", "mcp", "--client", "claude", "--workspace", ws, "--flyctl", "/opt/fly/flyctl", "--write")
+	mustFlyctl(t, getenv, "config", "mcp", "--client", "claude", "--workspace", ws, "--flyctl", self, "--write")
 	var doc struct {
 		Shortcut string                    `json:"globalShortcut"`
 		Servers  map[string]map[string]any `json:"mcpServers"`
@@ -190,7 +210,7 @@ func TestConfigMCPWriteClaude(t *testing.T) {
 		t.Fatal(err)
 	}
 	fly := doc.Servers["fly"]
-	if doc.Shortcut != "Ctrl+Space" || doc.Servers["files"]["command"] != "npx" || fly["command"] != "/opt/fly/flyctl" ||
+	if doc.Shortcut != "Ctrl+Space" || doc.Servers["files"]["command"] != "npx" || fly["command"] != self ||
 		!reflect.DeepEqual(fly["args"], []any{"mcp", "--workspace", ws}) ||
 		!reflect.DeepEqual(fly["env"], map[string]any{"PATH": getenv("PATH"), "FLUTTER_ROOT": "/home/dev/flutter"}) {
 		t.Errorf("Claude Desktop config after --write:\n%s", b)
@@ -220,6 +240,7 @@ func TestConfigMCPWriteRefuses(t *testing.T) {
 }
 
 func TestConfigMCPWriteSymlink(t *testing.T) {
+	wine.SkipUnder(t, "Wine 8's CreateSymbolicLink succeeds and makes no link")
 	ws := t.TempDir()
 	dotfiles := t.TempDir()
 	target := filepath.Join(dotfiles, "mcp.json")

@@ -53,7 +53,7 @@ func cmdGrep(ctx context.Context, c *call, o *grepOptions) error {
 	if o.context < 0 || o.context > 5 {
 		return usagef("grep: -C must be 0 to 5")
 	}
-	root, err := workspaceRoot(o.workspace, c.getenv("HOME"))
+	root, err := workspaceRoot(o.workspace, userHome(c.getenv))
 	if err != nil {
 		return err
 	}

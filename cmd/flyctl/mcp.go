@@ -116,7 +116,7 @@ func cmdMCP(ctx context.Context, c *call, o *mcpOptions) error {
 	}
 
 	getenv, stdin := c.getenv, c.stdin
-	root, err := workspaceRoot(o.workspace, getenv("HOME"))
+	root, err := workspaceRoot(o.workspace, userHome(getenv))
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,9 @@ func serviceStarter(getenv func(string) string, haveFlyd bool) func(context.Cont
 // startService asks the service manager to start the flyd user service,
 // if "flyctl service install" installed one (platformFor says where): on
 // Linux a systemd user unit started with "systemctl --user start", on
-// macOS a LaunchAgent started with "launchctl kickstart". It returns
+// macOS a LaunchAgent started with "launchctl kickstart"; on Windows
+// there is none (the Run key starts flyd at logon, and nothing starts it
+// later but the shim itself). It returns
 // once the service manager has answered, wrapping shim.ErrNoService when
 // there is no service to start. The service serves the default paths, so
 // it is not used when FLY_SOCKET or FLY_STATE_DIR point elsewhere.
@@ -191,9 +193,13 @@ func startService(ctx context.Context, getenv func(string) string) error {
 	if getenv(paths.EnvSocket) != "" || getenv(paths.EnvStateDir) != "" {
 		return fmt.Errorf("%w for the paths %s and %s set", shim.ErrNoService, paths.EnvSocket, paths.EnvStateDir)
 	}
-	p, err := platformFor(runtime.GOOS, getenv("HOME"))
+	p, err := platformFor(runtime.GOOS, userHome(getenv))
 	if err != nil {
 		return fmt.Errorf("%w: %v", shim.ErrNoService, err)
+	}
+	if p.runKey {
+		// It starts flyd at logon only: the shim starts flyd itself.
+		return fmt.Errorf("%w that can start flyd now (on Windows, %s starts it at logon only)", shim.ErrNoService, p.file)
 	}
 	unit, argv := p.file, p.startArgv(os.Getuid())
 	if _, err := os.Stat(unit); err != nil {
@@ -212,6 +218,15 @@ func startService(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, msg)
 	}
 	return nil
+}
+
+// userHome is the user's home directory as getenv gives it: HOME, or on
+// Windows USERPROFILE (else HOME, as a Unix-like shell may set it).
+func userHome(getenv func(string) string) string {
+	if h := getenv(homeVar(runtime.GOOS)); h != "" {
+		return h
+	}
+	return getenv("HOME")
 }
 
 // lookPath finds an executable named name in the absolute directories of
@@ -275,8 +290,11 @@ func workspaceRoot(dir, home string) (string, error) {
 	return root, nil
 }
 
+// flydExe is the name of flyd's binary: flyd, or flyd.exe on Windows.
+const flydExe = "flyd" + exeSuffix
+
 // findFlyd returns the flyd binary to start when none answers: flag if
-// given (it must be an executable file), else "flyd" next to flyctl's own
+// given (it must be an executable file), else flydExe next to flyctl's own
 // binary (or its symlink target), else on PATH as getenv gives it. It
 // returns "" when there is none, which turns autostart off.
 func findFlyd(flag string, getenv func(string) string) (string, error) {
@@ -296,26 +314,12 @@ func findFlyd(flag string, getenv func(string) string) (string, error) {
 			dirs = append(dirs, filepath.Dir(real))
 		}
 		for _, d := range dirs {
-			if p := filepath.Join(d, "flyd"); checkExecutable(p) == nil {
+			if p := filepath.Join(d, flydExe); checkExecutable(p) == nil {
 				return p, nil
 			}
 		}
 	}
-	return lookPath("flyd", getenv), nil
-}
-
-// checkExecutable reports whether path is a regular file someone may run.
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return err
-	case fi.IsDir():
-		return fmt.Errorf("%s is a directory", path)
-	case fi.Mode()&0o111 == 0:
-		return fmt.Errorf("%s is not executable", path)
-	}
-	return nil
+	return lookPath(flydExe, getenv), nil
 }
 
 // environ is the environment that getenv sees, as os.Environ gives it:

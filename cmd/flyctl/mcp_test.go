@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/shim"
 )
@@ -102,7 +103,11 @@ func TestMCPNoFlyd(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"mcp", "--workspace", dir}, mcpEnv(dir, "PATH", ""),
 		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`+"\n"), &stdout, &stderr)
-	wants := []string{"flyd is not running", filepath.Join(dir, "flyd.sock"), "no flyd binary", "--flyd PATH", "flyd run"}
+	endpoint, perr := paths.Resolve(mcpEnv(dir)) // on Windows, the pipe FLY_SOCKET names
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	wants := []string{"flyd is not running", endpoint.Socket, "no flyd binary", "--flyd PATH", "flyd run"}
 	for _, want := range wants {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("flyctl mcp without flyd = %v, want an error containing %q", err, want)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/kardianos/service"
 	"github.com/spf13/pflag"
 )
@@ -22,7 +23,12 @@ import (
 const serviceAbout = `Runs flyd as a service of your user, so that it starts at login and restarts
 when it fails: a systemd user unit on Linux, a launchd agent on macOS. The
 service runs "flyd run" (the flyd next to flyctl, else the one on PATH) with
-your PATH baked in, so that it finds flutter. No root is needed.`
+your PATH baked in, so that it finds flutter. No root is needed.
+
+On Windows it is a start at logon in your user's Run key, not a Windows
+service: a service would need an administrator and would run in session 0,
+where the windows of the apps flyd runs (flutter run -d windows) are never
+seen. See flyctl service install --help.`
 
 // serviceInstallAbout is what flyctl service install --help says it does.
 const serviceInstallAbout = `Installs flyd as a service of your user and starts it; from then on it starts
@@ -31,19 +37,32 @@ with the flyd next to flyctl (else the one on PATH), and with these variables
 baked in when set: PATH, FLUTTER_ROOT, ANDROID_HOME, ANDROID_SDK_ROOT,
 JAVA_HOME, PUB_CACHE, FLY_SOCKET, FLY_STATE_DIR.
 
-  Linux:  ~/.config/systemd/user/flyd.service (a systemd user unit; logs in
-          the journal)
-  macOS:  ~/Library/LaunchAgents/dev.fly.flyd.plist (a launchd agent; logs
-          in ~/Library/Logs/fly/flyd.log)
+  Linux:   ~/.config/systemd/user/flyd.service (a systemd user unit; logs in
+           the journal)
+  macOS:   ~/Library/LaunchAgents/dev.fly.flyd.plist (a launchd agent; logs
+           in ~/Library/Logs/fly/flyd.log)
+  Windows: HKCU\Software\Microsoft\Windows\CurrentVersion\Run, value "fly"
+           (runs "flyd.exe" run --no-console at logon; logs in flyd.log in
+           the state directory, %LOCALAPPDATA%\fly)
 
 An existing unit is only replaced with --force: run that after moving flyd or
 changing your PATH. It refuses to run as root, which would install flyd for
-root rather than for you, unless given --allow-root.`
+root rather than for you, unless given --allow-root.
+
+On Windows nothing restarts flyd when it fails, and nothing is baked in: a
+Run key value is a command line, run at logon with your session's
+environment (set FLY_SOCKET or FLY_STATE_DIR for good with setx). The Run
+key needs no administrator and no Task Scheduler, and runs flyd in your own
+session, where the apps it runs show their windows. What restarts a flyd
+that failed is flyctl mcp: it starts one whenever an editor connects and
+none answers. --no-console closes the console window that Windows opens
+for flyd at logon.`
 
 // What flyctl service uninstall, start, stop and restart --help say they do.
 const (
 	serviceUninstallAbout = `Stops flyd and removes its unit, so it no longer starts at login. Doing so
-when nothing is installed is not an error.`
+when nothing is installed is not an error. On Windows, flyd is ended at
+once (Windows has no request to stop that it could answer first).`
 	serviceStartAbout   = "Starts the installed flyd service now."
 	serviceStopAbout    = "Stops the flyd service; it starts again at the next login, or with\nflyctl service start. Runs that flyd owns are stopped with it."
 	serviceRestartAbout = "Stops and starts the flyd service, e.g. after upgrading flyd. Runs\nthat flyd owns are stopped."
@@ -53,8 +72,10 @@ when nothing is installed is not an error.`
 const serviceStatusAbout = `Shows whether the flyd service is installed and running, the flyd binary and
 PATH its unit holds, and where its log is. It warns on stderr when they are
 not what install would write now, and on Linux when the service stops at
-logout because lingering is off. It exits 0 whatever the state; scripts read
---json.`
+logout because lingering is off. On Windows it shows the Run key value and
+whether a flyd answers, and warns when Windows has the start at logon
+turned off (Task Manager's startup apps). It exits 0 whatever the state;
+scripts read --json.`
 
 // serviceReadyTimeout is how long start, restart and install wait for a started
 // flyd to answer on its socket.
@@ -73,21 +94,40 @@ type serviceCmd struct {
 	ping       func(context.Context) (pid int, err error)                                      // nil: not asked
 	stdout     io.Writer
 	stderr     io.Writer
+
+	// What the Run key platform (Windows) uses in place of a service
+	// manager; see runKeyManager.
+	runKey    runKey                                     // HKCU's Run key
+	startFlyd func(argv, env []string, log string) error // starts flyd detached, its output appended to log
+	endFlyd   func(ctx context.Context, pid int) error   // ends flyd pid, once sure it is flyd, and waits for its end
 }
 
 // newServiceCmd is flyctl service on this machine, for the call c.
 func newServiceCmd(c *call) *serviceCmd {
-	return &serviceCmd{
+	s := &serviceCmd{
 		goos:       runtime.GOOS,
 		getenv:     c.getenv,
 		geteuid:    os.Geteuid,
 		executable: os.Executable,
-		connect:    connectManager,
 		linger:     lingerEnabled,
 		ping:       pingDaemon(c.getenv),
 		stdout:     c.stdout,
 		stderr:     c.stderr,
+		runKey:     newRunKey(),
+		startFlyd:  startDetachedFlyd,
+		endFlyd:    endFlyd,
 	}
+	s.connect = s.connectSystem
+	return s
+}
+
+// connectSystem is the real connect: kardianos/service's manager for
+// systemd and launchd, the Run key manager on Windows.
+func (c *serviceCmd) connectSystem(ctx context.Context, p servicePlatform, cfg *service.Config) (serviceManager, error) {
+	if p.runKey {
+		return c.runKeyManager(p, cfg)
+	}
+	return connectManager(ctx, p, cfg)
 }
 
 // run runs "flyctl service args..." on c's machine, fakes included.
@@ -112,8 +152,61 @@ func serviceVerb[O any, P options[O]](m func(*serviceCmd, context.Context, *call
 }
 
 func (c *serviceCmd) platform() (servicePlatform, error) {
-	return platformFor(c.goos, c.getenv("HOME"))
+	p, err := platformFor(c.goos, c.getenv(homeVar(c.goos)))
+	if err != nil || !p.runKey {
+		return p, err
+	}
+	// flyd started at logon logs to flyd.log in its state directory.
+	fp, err := paths.Resolve(c.getenv)
+	if err != nil {
+		return servicePlatform{}, err
+	}
+	p.log, p.logHint = fp.Log(), fp.Log()
+	return p, nil
 }
+
+// unitExists reports whether p's unit is installed.
+func (c *serviceCmd) unitExists(p servicePlatform) (bool, error) {
+	if !p.runKey {
+		return unitExists(p.file)
+	}
+	_, err := c.readUnit(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// readUnit reads p's unit; its error wraps fs.ErrNotExist when there is
+// none.
+func (c *serviceCmd) readUnit(p servicePlatform) ([]byte, error) {
+	if !p.runKey {
+		return os.ReadFile(p.file)
+	}
+	if c.runKey == nil {
+		return nil, errNoRunKey
+	}
+	v, err := c.runKey.get(p.name)
+	return []byte(v), err
+}
+
+// removeUnit removes p's unit; one that is not there is not an error.
+func (c *serviceCmd) removeUnit(p servicePlatform) error {
+	if !p.runKey {
+		if err := os.Remove(p.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if c.runKey == nil {
+		return errNoRunKey
+	}
+	return c.runKey.remove(p.name)
+}
+
+// errNoRunKey is the Run key platform's error on a serviceCmd without
+// the Run key.
+var errNoRunKey = errors.New("flyctl service has no Run key to use here")
 
 // config is kardianos/service's description of the service; unit is the
 // rendered unit text, which kardianos writes as it is.
@@ -131,7 +224,7 @@ func (c *serviceCmd) config(p servicePlatform, spec unitSpec, unit string) *serv
 		DisplayName: "flyd",
 		Description: "flyd, the per-user fly daemon shared by Flutter MCP clients",
 		Executable:  spec.Flyd,
-		Arguments:   []string{"run"},
+		Arguments:   p.args,
 		Option:      opts,
 	}
 }
@@ -146,7 +239,7 @@ func (c *serviceCmd) findFlyd() (path, where string, err error) {
 			dirs = append(dirs, filepath.Dir(real))
 		}
 		for _, d := range dirs {
-			if p := filepath.Join(d, "flyd"); checkExecutable(p) == nil {
+			if p := filepath.Join(d, flydExe); checkExecutable(p) == nil {
 				p, err := filepath.Abs(p)
 				return p, "next to", err
 			}
@@ -156,7 +249,7 @@ func (c *serviceCmd) findFlyd() (path, where string, err error) {
 		if !filepath.IsAbs(d) {
 			continue
 		}
-		if p := filepath.Join(d, "flyd"); checkExecutable(p) == nil {
+		if p := filepath.Join(d, flydExe); checkExecutable(p) == nil {
 			return p, "on PATH", nil
 		}
 	}
@@ -208,19 +301,30 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 	if err != nil {
 		return err
 	}
-	spec := unitSpec{Flyd: flyd, Env: bakeEnv(c.getenv), Log: p.log}
-	if c.getenv("PATH") == "" {
-		c.warnf("PATH is empty, so the service gets %s's default PATH, where flutter may not be", p.manager)
+	spec := unitSpec{Flyd: flyd, Log: p.log}
+	switch {
+	case p.runKey:
+		// A Run key value is a command line: it holds no environment.
+		for _, v := range []string{paths.EnvSocket, paths.EnvStateDir} {
+			if c.getenv(v) != "" {
+				c.warnf("%s is set here, but flyd started at logon gets your Windows session's environment: set it there with setx %s VALUE, or flyd listens elsewhere at the next logon", v, v)
+			}
+		}
+	default:
+		spec.Env = bakeEnv(c.getenv)
+		if c.getenv("PATH") == "" {
+			c.warnf("PATH is empty, so the service gets %s's default PATH, where flutter may not be", p.manager)
+		}
 	}
 	unit, err := renderUnit(p, spec)
 	if err != nil {
 		return err
 	}
-	if strings.Contains(unit, "{{") {
+	if !p.runKey && strings.Contains(unit, "{{") {
 		// kardianos/service renders the unit as a template of its own.
 		return errors.New(`cannot install: a path or variable contains "{{"`)
 	}
-	installed, err := unitExists(p.file)
+	installed, err := c.unitExists(p)
 	if err != nil {
 		return err
 	}
@@ -228,6 +332,9 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 		fmt.Fprintf(c.stderr, "flyctl: would write %s:\n", p.file)
 		if installed && !o.force {
 			fmt.Fprintf(c.stderr, "flyctl: (it exists: install needs --force to replace it)\n")
+		}
+		if p.runKey {
+			unit += "\n"
 		}
 		_, err := io.WriteString(c.stdout, unit)
 		return err
@@ -245,11 +352,11 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 		st, _ := m.Status()
 		wasRunning = st == service.StatusRunning
 		// kardianos/service refuses to write over a unit.
-		if err := os.Remove(p.file); err != nil {
+		if err := c.removeUnit(p); err != nil {
 			return fmt.Errorf("replace %s: %w", p.file, err)
 		}
 	}
-	if p.log != "" {
+	if p.log != "" && !p.runKey { // the Run key manager makes the state directory, private
 		if err := os.MkdirAll(filepath.Dir(p.log), 0o700); err != nil {
 			return fmt.Errorf("create the log directory: %w", err)
 		}
@@ -257,18 +364,27 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 	if err := m.Install(); err != nil {
 		return fmt.Errorf("install %s: %w", p.file, err)
 	}
-	if ok, _ := unitExists(p.file); !ok {
+	if ok, _ := c.unitExists(p); !ok {
 		// kardianos/service asks the OS for the home directory.
-		return fmt.Errorf("the service manager did not write %s; is HOME (%s) your home directory?", p.file, c.getenv("HOME"))
+		v := homeVar(c.goos)
+		return fmt.Errorf("the service manager did not write %s; is %s (%s) your home directory?", p.file, v, c.getenv(v))
 	}
-	fmt.Fprintf(c.stdout, "installed %s (runs %s run)\n", p.file, flyd)
-	if wasRunning {
+	runs := strings.Join(append([]string{flyd}, p.args...), " ")
+	if p.runKey {
+		runs = unit // the command line, quoted as Windows reads it
+	}
+	fmt.Fprintf(c.stdout, "installed %s (runs %s)\n", p.file, runs)
+	c.warnDisabled(p, nil)
+	switch {
+	case wasRunning:
 		if err := m.Restart(); err != nil {
 			return fmt.Errorf("restart the flyd service: %w; see its log: %s", err, p.logHint)
 		}
 		fmt.Fprintln(c.stdout, "restarted flyd with the new unit")
-	} else {
-		if err := c.checkForeign(ctx); err != nil {
+	case c.runningUnsupervised(p, m):
+		fmt.Fprintln(c.stdout, "flyd is already running; it starts at every login from now on")
+	default:
+		if err := c.checkForeign(ctx, p); err != nil {
 			return fmt.Errorf("the service is installed but not started: %w", err)
 		}
 		if err := m.Start(); err != nil {
@@ -285,7 +401,7 @@ func (c *serviceCmd) uninstall(ctx context.Context, _ *call, _ *noFlags) error {
 	if err != nil {
 		return err
 	}
-	installed, err := unitExists(p.file)
+	installed, err := c.unitExists(p)
 	if err != nil {
 		return err
 	}
@@ -295,7 +411,7 @@ func (c *serviceCmd) uninstall(ctx context.Context, _ *call, _ *noFlags) error {
 	}
 	m, err := c.connect(ctx, p, c.config(p, unitSpec{}, ""))
 	if err != nil {
-		return fmt.Errorf("%w; or remove the unit by hand: rm %s", err, p.file)
+		return fmt.Errorf("%w; or remove the unit by hand: %s", err, p.remove)
 	}
 	if st, _ := m.Status(); st == service.StatusRunning {
 		if err := m.Stop(); err != nil {
@@ -305,7 +421,7 @@ func (c *serviceCmd) uninstall(ctx context.Context, _ *call, _ *noFlags) error {
 	if err := m.Uninstall(); err != nil {
 		return fmt.Errorf("uninstall %s: %w", p.file, err)
 	}
-	if err := os.Remove(p.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := c.removeUnit(p); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "stopped flyd and removed %s\n", p.file)
@@ -319,7 +435,7 @@ func (c *serviceCmd) control(ctx context.Context, cl *call, _ *noFlags) error {
 	if err != nil {
 		return err
 	}
-	installed, err := unitExists(p.file)
+	installed, err := c.unitExists(p)
 	if err != nil {
 		return err
 	}
@@ -351,7 +467,7 @@ func (c *serviceCmd) control(ctx context.Context, cl *call, _ *noFlags) error {
 		}
 		fmt.Fprintln(c.stdout, "restarted flyd")
 	default: // start, or restart of a stopped service
-		if err := c.checkForeign(ctx); err != nil {
+		if err := c.checkForeign(ctx, p); err != nil {
 			return err
 		}
 		if err := m.Start(); err != nil {
@@ -365,15 +481,43 @@ func (c *serviceCmd) control(ctx context.Context, cl *call, _ *noFlags) error {
 // checkForeign fails when a flyd that the service did not start already
 // answers, such as one the shim started: the service's flyd would find it
 // holding the lock, exit, and be restarted until systemd gives up. It is
-// not stopped here, since that would stop the runs it owns.
-func (c *serviceCmd) checkForeign(ctx context.Context) error {
-	if c.ping == nil {
+// not stopped here, since that would stop the runs it owns. The Run key
+// supervises nothing: any flyd that answers is as good as its own.
+func (c *serviceCmd) checkForeign(ctx context.Context, p servicePlatform) error {
+	if c.ping == nil || p.runKey {
 		return nil
 	}
 	if pid, err := c.ping(ctx); err == nil {
 		return fmt.Errorf("a flyd the service did not start is running (pid %d); stop it (kill %d; its runs stop too), then run: flyctl service start", pid, pid)
 	}
 	return nil
+}
+
+// runningUnsupervised reports whether p is the Run key and a flyd already
+// runs, which it then leaves running (see checkForeign).
+func (c *serviceCmd) runningUnsupervised(p servicePlatform, m serviceManager) bool {
+	if !p.runKey {
+		return false
+	}
+	st, err := m.Status()
+	return err == nil && st == service.StatusRunning
+}
+
+// warnDisabled warns when Windows has the Run key value turned off (Task
+// Manager's startup apps), and records the warning in st when st is not
+// nil.
+func (c *serviceCmd) warnDisabled(p servicePlatform, st *serviceStatus) {
+	if !p.runKey || c.runKey == nil {
+		return
+	}
+	if off, err := c.runKey.disabled(p.name); err != nil || !off {
+		return
+	}
+	msg := "Windows has flyd's start at logon turned off: turn \"" + p.name + "\" on in Task Manager's startup apps (or Settings > Apps > Startup)"
+	c.warnf("%s", msg)
+	if st != nil {
+		st.Warnings = append(st.Warnings, msg)
+	}
 }
 
 // waitReady waits until flyd answers on its socket.
@@ -422,14 +566,16 @@ func (c *serviceCmd) warnLinger(ctx context.Context, p servicePlatform, st *serv
 // serviceStatus is "flyctl service status --json". Fields may be added,
 // never change meaning.
 type serviceStatus struct {
-	Manager     string   `json:"manager"`   // systemd or launchd
-	Unit        string   `json:"unit"`      // the unit file
-	Installed   bool     `json:"installed"` // the unit file exists
+	Manager     string   `json:"manager"`   // systemd, launchd or Run key (Windows)
+	Unit        string   `json:"unit"`      // the unit file, or the Run key value (HKCU\...\Run\fly)
+	Installed   bool     `json:"installed"` // the unit file (value) exists
 	State       string   `json:"state"`     // running, stopped, restarting, failed, not installed or unknown
 	Running     bool     `json:"running"`
-	Flyd        string   `json:"flyd,omitempty"` // the binary the unit runs
-	Args        []string `json:"args,omitempty"` // and its arguments
-	Path        string   `json:"path,omitempty"` // the PATH the unit holds
+	PID         int      `json:"pid,omitempty"`     // Run key: the pid of the flyd that answers
+	Command     string   `json:"command,omitempty"` // Run key: the command line the value holds
+	Flyd        string   `json:"flyd,omitempty"`    // the binary the unit runs
+	Args        []string `json:"args,omitempty"`    // and its arguments
+	Path        string   `json:"path,omitempty"`    // the PATH the unit holds
 	CurrentFlyd string   `json:"current_flyd,omitempty"`
 	CurrentPath string   `json:"current_path"`
 	Linger      *bool    `json:"linger,omitempty"` // Linux: the service outlives logout
@@ -463,7 +609,7 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 	}
 	cur, where, curErr := c.findFlyd()
 	st.CurrentFlyd = cur
-	data, err := os.ReadFile(p.file)
+	data, err := c.readUnit(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -480,6 +626,9 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 				warn("%v; see its log: %s", err, p.logHint)
 			case s == service.StatusRunning:
 				st.State, st.Running = "running", true
+				if pm, ok := m.(interface{ pid() int }); ok {
+					st.PID = pm.pid()
+				}
 			case s == service.StatusStopped:
 				st.State = "stopped"
 			case err != nil && strings.Contains(err.Error(), "failed state"):
@@ -489,6 +638,10 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 				warn("ask %s: %v", p.manager, err)
 			}
 		}
+		if p.runKey {
+			st.Command = string(data)
+		}
+		c.warnDisabled(p, &st)
 		info, err := parseUnit(p, data)
 		if err != nil {
 			warn("cannot read %s: %v", p.file, err)
@@ -500,10 +653,10 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 			warn("the service runs %s, which is gone; this flyctl is %s %s: run flyctl service install --force", info.Flyd, where, cur)
 		case checkExecutable(info.Flyd) != nil:
 			warn("the service runs %s, which is gone: reinstall flyd next to flyctl, then run flyctl service install --force", info.Flyd)
-		case curErr == nil && filepath.Clean(info.Flyd) != cur:
+		case curErr == nil && !samePath(info.Flyd, cur):
 			warn("the service runs %s; this flyctl is %s %s: run flyctl service install --force", info.Flyd, where, cur)
 		}
-		if st.Path != st.CurrentPath {
+		if !p.runKey && st.Path != st.CurrentPath {
 			warn("the service's PATH differs from yours, so it may find another flutter: run flyctl service install --force\n  service: %s\n  yours:   %s", st.Path, st.CurrentPath)
 		}
 		c.warnLinger(ctx, p, &st)
@@ -519,9 +672,17 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 		fmt.Fprintln(c.stderr, "flyctl: install it with: flyctl service install")
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "flyd service: %s\n", st.State)
+	if st.PID != 0 {
+		fmt.Fprintf(c.stdout, "flyd service: %s (pid %d)\n", st.State, st.PID)
+	} else {
+		fmt.Fprintf(c.stdout, "flyd service: %s\n", st.State)
+	}
 	fmt.Fprintf(c.stdout, "unit:  %s (%s)\n", st.Unit, st.Manager)
-	if st.Flyd != "" {
+	switch {
+	case p.runKey:
+		fmt.Fprintf(c.stdout, "runs:  %s\n", st.Command)
+		fmt.Fprintln(c.stdout, "       at logon; flyctl mcp starts it again when an editor connects and none answers")
+	case st.Flyd != "":
 		fmt.Fprintf(c.stdout, "runs:  %s\n", strings.Join(append([]string{st.Flyd}, st.Args...), " "))
 		fmt.Fprintf(c.stdout, "PATH:  %s\n", st.Path)
 	}

@@ -17,11 +17,14 @@ import (
 
 // This file is what the service verbs ask of the machine: the OS service
 // manager through kardianos/service, lingering, and whether flyd answers.
-// serviceCmd takes each as a function, so tests replace them.
+// serviceCmd takes each as a function, so tests replace them. (Windows's
+// Run key, and the starting and stopping of flyd there, are
+// service_runkey*.go's.)
 
 // serviceManager is the part of kardianos/service's Service that flyctl uses. It
 // only controls the service; flyd itself never needs kardianos on Linux
-// or macOS, where the service manager just runs "flyd run".
+// or macOS, where the service manager just runs "flyd run". On Windows,
+// runKeyManager (service_runkey.go) implements it without kardianos.
 type serviceManager interface {
 	Install() error
 	Uninstall() error

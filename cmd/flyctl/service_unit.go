@@ -10,21 +10,34 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/packaging"
 )
 
 // This file turns the templates in packaging/ into service units and reads
-// installed units back. Everything here is a pure function of its
-// arguments, so both platforms' units are rendered and tested on any OS.
+// installed units back, and does the same for Windows's "unit": the
+// command line of a Run key value. Everything here is a pure function of
+// its arguments (paths are this OS's), so systemd's and launchd's units
+// are rendered and tested on Linux and macOS alike, and the Run key's on
+// any OS.
 
 // Names of the service. kardianos/service names the unit file after
 // Config.Name, and launchd also uses it as the job's label.
 const (
 	systemdName  = "flyd"         // ~/.config/systemd/user/flyd.service
 	launchdLabel = "dev.fly.flyd" // ~/Library/LaunchAgents/dev.fly.flyd.plist
+	runValueName = "fly"          // HKCU\Software\Microsoft\Windows\CurrentVersion\Run, value "fly"
 )
+
+// runKeyPath is the Run key under HKEY_CURRENT_USER: Explorer runs the
+// command line of each of its values when the user logs on.
+const runKeyPath = `Software\Microsoft\Windows\CurrentVersion\Run`
+
+// maxRunCommand is the longest command line, in UTF-16 code units, that
+// Windows documents for a Run key value ("Run and RunOnce Registry Keys").
+const maxRunCommand = 260
 
 // bakedEnv lists, in order, the variables that install copies from the
 // user's environment into the unit when they are set: PATH and the
@@ -39,51 +52,90 @@ var bakedEnv = []string{
 // servicePlatform is where and how one OS's service manager keeps the unit.
 type servicePlatform struct {
 	goos     string
-	manager  string // "systemd" or "launchd", for messages
-	name     string // kardianos Config.Name
-	file     string // the unit file
-	log      string // launchd: the file flyd's output goes to
-	logHint  string // how to read flyd's log
-	template string // from packaging
-	option   string // the kardianos option that takes the unit text
+	manager  string   // "systemd", "launchd" or "Run key", for messages
+	name     string   // kardianos Config.Name; the Run key value's name
+	file     string   // the unit file, or the Run key value (HKCU\...\Run\fly)
+	args     []string // flyd's arguments in the unit
+	log      string   // launchd, Run key: the file flyd's output goes to
+	logHint  string   // how to read flyd's log
+	template string   // from packaging
+	option   string   // the kardianos option that takes the unit text (for the Run key, its manager's)
+	remove   string   // the command that removes the unit by hand
+	// runKey: the unit is a value of HKCU's Run key (Windows), not a file.
+	// It starts flyd at logon and does nothing more: no supervision, no
+	// restart on failure, no environment of its own (see runKeyManager).
+	runKey bool
+}
+
+// homeVar is the variable that names the user's home directory on goos:
+// Windows sets no HOME, but USERPROFILE.
+func homeVar(goos string) string {
+	if goos == "windows" {
+		return "USERPROFILE"
+	}
+	return "HOME"
 }
 
 // platformFor returns the service layout for goos and the user whose home
-// is home. Only Linux (systemd) and macOS (launchd) have one.
+// is home: systemd on Linux, launchd on macOS, the Run key on Windows
+// (which needs no home). The Run key platform's log is flyd.log in the
+// state directory, which depends on the environment: the caller sets it.
 func platformFor(goos, home string) (servicePlatform, error) {
+	if goos == "windows" {
+		return servicePlatform{
+			goos:    goos,
+			manager: "Run key",
+			name:    runValueName,
+			file:    `HKCU\` + runKeyPath + `\` + runValueName,
+			args:    []string{"run", "--no-console"},
+			option:  "RunCommand",
+			remove:  `reg delete HKCU\` + runKeyPath + ` /v ` + runValueName + ` /f`,
+			runKey:  true,
+		}, nil
+	}
 	if goos != "linux" && goos != "darwin" {
-		return servicePlatform{}, fmt.Errorf("flyctl service supports systemd on Linux and launchd on macOS, not %s; run flyd in the foreground with: flyd run", goos)
+		return servicePlatform{}, fmt.Errorf("flyctl service supports systemd on Linux, launchd on macOS and the Run key on Windows, not %s; run flyd in the foreground with: flyd run", goos)
 	}
 	if !filepath.IsAbs(home) {
 		return servicePlatform{}, errors.New("cannot find your home directory: HOME is not set to an absolute path")
 	}
 	if goos == "darwin" {
 		log := filepath.Join(home, "Library", "Logs", "fly", "flyd.log")
+		file := filepath.Join(home, "Library", "LaunchAgents", launchdLabel+".plist")
 		return servicePlatform{
 			goos:     goos,
 			manager:  "launchd",
 			name:     launchdLabel,
-			file:     filepath.Join(home, "Library", "LaunchAgents", launchdLabel+".plist"),
+			file:     file,
+			args:     []string{"run"},
 			log:      log,
 			logHint:  log,
 			template: packaging.LaunchdPlist,
 			option:   "LaunchdConfig",
+			remove:   "rm " + file,
 		}, nil
 	}
+	file := filepath.Join(home, ".config", "systemd", "user", systemdName+".service")
 	return servicePlatform{
 		goos:     goos,
 		manager:  "systemd",
 		name:     systemdName,
-		file:     filepath.Join(home, ".config", "systemd", "user", systemdName+".service"),
+		file:     file,
+		args:     []string{"run"},
 		logHint:  "journalctl --user -u " + systemdName,
 		template: packaging.SystemdUnit,
 		option:   "SystemdScript",
+		remove:   "rm " + file,
 	}, nil
 }
 
 // startArgv is the command that asks the service manager to start the
-// installed service of user uid.
+// installed service of user uid; nil for the Run key, which only starts
+// flyd at logon.
 func (p servicePlatform) startArgv(uid int) []string {
+	if p.runKey {
+		return nil
+	}
 	if p.manager == "launchd" {
 		return []string{"launchctl", "kickstart", "gui/" + strconv.Itoa(uid) + "/" + p.name}
 	}
@@ -93,7 +145,7 @@ func (p servicePlatform) startArgv(uid int) []string {
 // unitSpec is what install bakes into a unit.
 type unitSpec struct {
 	Flyd string    // absolute path of the flyd binary; the unit runs "Flyd run"
-	Env  []unitEnv // the service's environment, in bakedEnv order
+	Env  []unitEnv // the service's environment, in bakedEnv order (none for the Run key)
 	Log  string    // launchd only: where flyd's stdout and stderr go
 }
 
@@ -116,6 +168,9 @@ func renderUnit(p servicePlatform, spec unitSpec) (string, error) {
 	if !filepath.IsAbs(spec.Flyd) {
 		return "", fmt.Errorf("flyd path %q is not absolute", spec.Flyd)
 	}
+	if p.runKey {
+		return runCommand(spec.Flyd, p.args)
+	}
 	values := []string{spec.Flyd, spec.Log}
 	for _, e := range spec.Env {
 		values = append(values, e.Name, e.Value)
@@ -125,7 +180,7 @@ func renderUnit(p servicePlatform, spec unitSpec) (string, error) {
 			return "", fmt.Errorf("cannot write %q into a service unit: it holds a newline or NUL", v)
 		}
 	}
-	if p.goos != "darwin" && strings.ContainsAny(spec.Flyd, `"'\`) {
+	if p.goos == "linux" && strings.ContainsAny(spec.Flyd, `"'\`) {
 		return "", fmt.Errorf("systemd cannot run %s: its path holds a quote or backslash; move flyd elsewhere", spec.Flyd)
 	}
 	var env []string
@@ -221,10 +276,147 @@ type unitInfo struct {
 
 // parseUnit reads a unit that install wrote, or that someone edited.
 func parseUnit(p servicePlatform, data []byte) (unitInfo, error) {
-	if p.goos == "darwin" {
+	switch {
+	case p.runKey:
+		return parseRunCommand(string(data))
+	case p.goos == "darwin":
 		return parsePlist(data)
 	}
 	return parseSystemd(string(data))
+}
+
+// runCommand is the command line of a Run key value that runs flyd with
+// args: the path in double quotes, so that Explorer runs it whatever
+// blanks it holds (unquoted, "C:\Program Files\fly\flyd.exe" would run
+// C:\Program.exe if there were one), and each argument quoted as the
+// C runtime reads it back (windowsArg). A path that cannot be quoted so (a
+// double quote, which Windows forbids in names anyway, or a control
+// character), that holds a % (which could be read as an environment
+// variable) or that makes the line longer than Windows allows a Run value
+// is refused.
+func runCommand(flyd string, args []string) (string, error) {
+	if strings.ContainsFunc(flyd, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '"' || r == '%' }) {
+		return "", fmt.Errorf("cannot start %s at logon: its path holds a double quote, %% or a control character; move flyd elsewhere", flyd)
+	}
+	words := []string{`"` + flyd + `"`}
+	for _, a := range args {
+		words = append(words, windowsArg(a))
+	}
+	line := strings.Join(words, " ")
+	if n := len(utf16.Encode([]rune(line))); n > maxRunCommand {
+		return "", fmt.Errorf("cannot start %s at logon: the command line would be %d characters, and a Run key value holds at most %d; move flyd to a shorter path", flyd, n, maxRunCommand)
+	}
+	return line, nil
+}
+
+// windowsArg quotes s as one argument of a Windows command line, as
+// syscall.EscapeArg does: as it is when it needs no quotes, else in
+// double quotes, with the backslashes before a quote (or before the
+// closing one) doubled and each quote escaped.
+func windowsArg(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\"") {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			slashes++
+		case '"':
+			b.WriteString(strings.Repeat(`\`, slashes+1))
+			slashes = 0
+		default:
+			slashes = 0
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteString(strings.Repeat(`\`, slashes))
+	b.WriteByte('"')
+	return b.String()
+}
+
+// parseRunCommand reads a Run key value's command line back: the program
+// as Windows reads it (in double quotes, up to the next one, or up to the
+// first blank), then its arguments as the C runtime splits them
+// (splitWindowsArgs).
+func parseRunCommand(line string) (unitInfo, error) {
+	line = strings.TrimLeft(line, " \t")
+	var prog, rest string
+	if strings.HasPrefix(line, `"`) {
+		end := strings.IndexByte(line[1:], '"')
+		if end < 0 {
+			return unitInfo{}, errors.New("unterminated \" quote around the program")
+		}
+		prog, rest = line[1:1+end], line[2+end:]
+	} else {
+		i := strings.IndexAny(line, " \t")
+		if i < 0 {
+			i = len(line)
+		}
+		prog, rest = line[:i], line[i:]
+	}
+	if prog == "" {
+		return unitInfo{}, errors.New("no program in the command line")
+	}
+	return unitInfo{Flyd: prog, Args: splitWindowsArgs(rest), Env: map[string]string{}}, nil
+}
+
+// splitWindowsArgs splits the arguments of a command line as the
+// Microsoft C runtime does: blanks separate words outside double quotes;
+// 2n backslashes and a quote are n backslashes and the quote opens or
+// closes; 2n+1 backslashes and a quote are n backslashes and a literal
+// quote; "" inside quotes is a literal quote; other backslashes are
+// literal.
+func splitWindowsArgs(s string) []string {
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\':
+			n := 0
+			for i < len(s) && s[i] == '\\' {
+				n++
+				i++
+			}
+			if i < len(s) && s[i] == '"' {
+				w.WriteString(strings.Repeat(`\`, n/2))
+				if n%2 == 1 {
+					w.WriteByte('"')
+				} else {
+					quoted = !quoted
+				}
+			} else {
+				w.WriteString(strings.Repeat(`\`, n))
+				i--
+			}
+			inWord = true
+		case c == '"':
+			if quoted && i+1 < len(s) && s[i+1] == '"' {
+				w.WriteByte('"')
+				i++
+			} else {
+				quoted = !quoted
+			}
+			inWord = true
+		case (c == ' ' || c == '\t') && !quoted:
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
 }
 
 // parseSystemd reads ExecStart= and Environment= from a unit's [Service]

@@ -2,10 +2,20 @@ package main
 
 import (
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 )
+
+// skipUnixUnitsOn skips a test of systemd and launchd units on Windows
+// (goos): their paths are Unix paths, which Windows does not take for
+// absolute. The Run key's are tested on every OS.
+func skipUnixUnitsOn(t *testing.T, goos string) {
+	if goos == "windows" {
+		t.Skip("systemd and launchd units hold Unix paths, which are not absolute on Windows")
+	}
+}
 
 // svcGoldenSpec is a fixed unit spec, so the golden files hold no path of the
 // machine the tests run on.
@@ -25,6 +35,7 @@ func svcGoldenSpec(p servicePlatform) unitSpec {
 // TestServiceRender renders both platforms' units from the packaging
 // templates, on whatever OS the test runs on.
 func TestServiceRender(t *testing.T) {
+	skipUnixUnitsOn(t, runtime.GOOS)
 	const path = "PATH=/home/dev/.local/bin:/home/dev/flutter/bin:/usr/local/bin:/usr/bin:/bin"
 	tests := []struct {
 		goos, golden string
@@ -101,6 +112,7 @@ func TestServiceRender(t *testing.T) {
 // TestServiceRenderQuoting round-trips awkward paths and values through
 // render and parse, for both formats.
 func TestServiceRenderQuoting(t *testing.T) {
+	skipUnixUnitsOn(t, runtime.GOOS)
 	specs := []unitSpec{
 		{Flyd: "/opt/fly/bin/flyd"},
 		{Flyd: "/Users/Jo Doe/fly bin/flyd", Env: []unitEnv{{"PATH", "/Users/Jo Doe/bin:/usr/bin"}}},
@@ -162,6 +174,7 @@ func TestServiceTemplateFill(t *testing.T) {
 }
 
 func TestStartArgv(t *testing.T) {
+	skipUnixUnitsOn(t, runtime.GOOS)
 	for goos, want := range map[string]string{
 		"linux":  "systemctl --user start flyd.service",
 		"darwin": "launchctl kickstart gui/501/dev.fly.flyd",

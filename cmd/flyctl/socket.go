@@ -9,7 +9,8 @@ import (
 
 // socketAbout is what flyctl socket --help says it does: it is for tools
 // that speak to flyd's HTTP API directly.
-const socketAbout = `Prints the path of flyd's Unix socket (FLY_SOCKET overrides it).`
+const socketAbout = `Prints the path of flyd's Unix socket, or on Windows the name of its named pipe
+(FLY_SOCKET overrides it).`
 
 func cmdSocket(_ context.Context, c *call, _ *noFlags) error {
 	if len(c.args) > 0 {

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 
 	"github.com/fly-dev/fly/internal/localclient"
@@ -116,11 +114,7 @@ func cmdDashboard(_ context.Context, c *call, o *dashboardOptions) error {
 	u := "http://" + addr + "/#token=" + tok
 	fmt.Fprintln(stdout, u)
 	if o.open {
-		opener := "xdg-open"
-		if runtime.GOOS == "darwin" {
-			opener = "open"
-		}
-		if err := exec.Command(opener, u).Start(); err != nil {
+		if err := browserCommand(u).Start(); err != nil {
 			fmt.Fprintf(stderr, "flyctl: could not open a browser (%v): open the address above\n", err)
 		}
 	}

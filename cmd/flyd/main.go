@@ -18,6 +18,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon"
 	"github.com/fly-dev/fly/daemon/dtd"
+	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
@@ -47,16 +48,15 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 const usage = `flyd is fly's per-user daemon. Every MCP client of this user shares it:
-one workspace index per project, kept current, served over a Unix socket.
+one workspace index per project, kept current, served over a local socket
+(a Unix socket; a named pipe on Windows).
 
 Usage:
   flyd run [flags]    run in the foreground, logging to stderr
   flyd version        print the version
 
 Environment:
-  FLY_SOCKET      socket path (default $XDG_RUNTIME_DIR/fly/flyd.sock, else /tmp/fly-<uid>/flyd.sock)
-  FLY_STATE_DIR   state directory (default $XDG_STATE_HOME/fly, else ~/.local/state/fly)
-
+` + envUsage + `
 Examples:
   flyd run
   flyd run --log-level debug --log-format json
@@ -104,8 +104,9 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	upstreams := fs.String("upstreams", "", "the file of shared upstream MCP servers (default: upstreams.json in the config directory; - for none)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
+	noConsole := fs.Bool("no-console", false, "log to flyd.log in the state directory, not stderr; on Windows also close the console window that a start at logon opens (flyctl service install runs flyd so)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: flyd run [flags]\n\nRuns flyd in the foreground; logs go to stderr.\n\nFlags:\n%s\nExamples:\n  flyd run\n  FLY_SOCKET=/tmp/fly-test.sock flyd run --log-level debug\n", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: flyd run [flags]\n\nRuns flyd in the foreground; logs go to stderr (with --no-console, to flyd.log).\n\nFlags:\n%s\nExamples:\n  flyd run\n  FLY_SOCKET=/tmp/fly-test.sock flyd run --log-level debug\n  flyd run --no-console\n", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -128,14 +129,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler
-	switch *logFormat {
-	case "text":
-		h = slog.NewTextHandler(stderr, opts)
-	case "json":
-		h = slog.NewJSONHandler(stderr, opts)
-	default:
+	if *logFormat != "text" && *logFormat != "json" {
 		return usageError{fmt.Errorf("--log-format must be text or json, not %q", *logFormat)}
 	}
 	if os.Geteuid() == 0 && getenv("SUDO_UID") != "" {
@@ -144,6 +138,21 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	p, err := paths.Resolve(getenv)
 	if err != nil {
 		return err
+	}
+	logw := stderr
+	if *noConsole {
+		f, err := noConsoleLog(p)
+		if err != nil {
+			return err
+		}
+		// Not closed: it is flyd's stderr until it exits, main's
+		// last words included.
+		logw = f
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(logw, opts)
+	if *logFormat == "json" {
+		h = slog.NewJSONHandler(logw, opts)
 	}
 	rules := index.DefaultRules()
 	for _, e := range *extraExt {
@@ -175,6 +184,25 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)
+}
+
+// noConsoleLog is --no-console: it opens flyd.log in the state directory
+// (made private if need be) for appending, as a flyd the shim starts
+// writes it, for flyd's logger, and leaves the console (detachConsole: on
+// Windows the log then stands in for stderr too, a panic's trace
+// included).
+func noConsoleLog(p paths.Paths) (*os.File, error) {
+	if err := owner.MkdirPrivate(p.StateDir); err != nil {
+		return nil, fmt.Errorf("--no-console: %w", err)
+	}
+	f, err := os.OpenFile(p.Log(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--no-console: %w", err)
+	}
+	if err := detachConsole(f); err != nil {
+		fmt.Fprintf(f, "flyd: --no-console: %v\n", err)
+	}
+	return f, nil
 }
 
 // dtdDirOf is --dtd-dir's directory: the default one when empty, none
