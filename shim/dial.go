@@ -364,6 +364,10 @@ func (r *Relay) startFlyd() (*started, error) {
 		return nil, fmt.Errorf("start flyd: %w", err)
 	}
 	cmd := exec.Command(r.cfg.Flyd[0], r.cfg.Flyd[1:]...)
+	// Not the editor's project: a daemon's working directory is held open
+	// for as long as it runs (on Windows, the folder could not be removed
+	// or renamed).
+	cmd.Dir = r.cfg.StateDir
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := proc.StartDetached(cmd); err != nil {

@@ -37,7 +37,15 @@ func NewEnv(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := paths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state"), ConfigDir: filepath.Join(dir, "config")}
+	// As flyd, flyctl and the shim resolve them: on Windows the socket
+	// path names a pipe of its own.
+	p, err := paths.Resolve(func(k string) string {
+		return map[string]string{paths.EnvSocket: filepath.Join(dir, "run", "flyd.sock"),
+			paths.EnvStateDir: filepath.Join(dir, "state"), paths.EnvConfigDir: filepath.Join(dir, "config")}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		// A flyd that a shim started on its own (say, reconnecting as the
 		// test stopped the one it knew) is nobody else's to stop: it
