@@ -298,8 +298,12 @@ func migrate(tx *bolt.Tx) error {
 
 // compactIfSparse rewrites the file when it is at least compactMinSize and
 // less than half of it is live pages: bolt.Compact into a temporary file
-// beside it, fsync, rename over, reopen. A failure before the rename keeps
-// the current file and is only logged.
+// beside it (synced), close the file, replace it with the compacted one,
+// reopen. The file is closed before it is replaced because Windows refuses
+// to replace a file that is open (or mapped); on Unix the rename is atomic
+// either way. A crash at any point leaves either the old file or the
+// compacted one, each whole. A failure before the replacement keeps the
+// current file, reopened if it was closed, and is only logged.
 func (db *DB) compactIfSparse() error {
 	fi, err := os.Stat(db.path)
 	if err != nil {
@@ -325,20 +329,26 @@ func (db *DB) compactIfSparse() error {
 		db.log.Warn("compaction failed; keeping the file as it is", logPath, db.path, logErr, err)
 		return nil
 	}
-	if err := os.Rename(tmp, db.path); err != nil {
+	// Closing drops the file's lock until it is reopened; flyd's
+	// instance lock keeps another flyd out meanwhile.
+	if err := db.bolt.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("close before replacing with the compacted file: %w", err)
+	}
+	replaced := true
+	if err := replaceFile(tmp, db.path); err != nil {
 		os.Remove(tmp)
 		db.log.Warn("compaction failed; keeping the file as it is", logPath, db.path, logErr, err)
-		return nil
+		replaced = false
 	}
-	syncDir(filepath.Dir(db.path))
-	// The old inode is gone from the directory; closing it drops its lock,
-	// and reopening takes the lock of the compacted file.
-	db.bolt.Close()
 	b, err := openBolt(db.path, db.opts.LockTimeout)
 	if err != nil {
 		return fmt.Errorf("reopen after compaction: %w", err)
 	}
 	db.bolt = b
+	if !replaced {
+		return nil
+	}
 	after := size
 	if fi, err := os.Stat(db.path); err == nil {
 		after = fi.Size()

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/fly-dev/fly/internal/owner"
+	"github.com/fly-dev/fly/internal/wine"
 )
 
 // mustOpen opens a store in a new temporary directory with default
@@ -126,14 +129,29 @@ func TestOpenLocked(t *testing.T) {
 	}
 }
 
-func TestOpenFileMode(t *testing.T) {
-	db := mustOpen(t)
-	fi, err := os.Stat(db.Path())
+// TestOpenFilePrivate: in a state directory made the user's alone, as
+// flyd makes it, the store's file is the user's alone too: on Unix by its
+// own mode (0600), on Windows by the access list it inherits from the
+// directory (its mode means nothing there).
+func TestOpenFilePrivate(t *testing.T) {
+	wine.SkipUnder(t, "it keeps no access lists on files")
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := owner.MkdirPrivate(dir); err != nil {
+		t.Fatal(err)
+	}
+	db := mustOpenAt(t, filepath.Join(dir, "fly.db"), Options{})
+	assertPrivate(t, db.Path())
+}
+
+// assertPrivate checks that the file at path is the user's alone.
+func assertPrivate(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Lstat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fi.Mode().Perm(); got != 0o600 {
-		t.Errorf("mode of %s = %v, want 0600", db.Path(), got)
+	if ok, err := owner.Secret(path, fi); err != nil || !ok {
+		t.Errorf("owner.Secret(%s) = %v, %v (mode %v); want the file to be the user's alone", path, ok, err, fi.Mode())
 	}
 }
 
@@ -334,7 +352,11 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestCompaction(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fly.db")
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := owner.MkdirPrivate(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "fly.db")
 	db := mustOpenAt(t, path, Options{})
 	startWriter(t, db)
 	text := strings.Repeat("x", 1000)
@@ -370,6 +392,7 @@ func TestCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	os.SameFile(before, before) // reads its file ID now: on Windows, os reads it by path at the first SameFile
 	db = mustOpenAt(t, path, Options{KeepRuns: 1})
 	small := fileSize(t, path)
 	if fi, err := os.Stat(path); err != nil || os.SameFile(before, fi) {
@@ -380,6 +403,9 @@ func TestCompaction(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
 		t.Errorf("temporary file left behind: %v", err)
+	}
+	if !wine.Detected() { // Wine keeps no access lists
+		assertPrivate(t, path)
 	}
 	got, err := db.Logs(ids[3], 0, 0)
 	if err != nil {

@@ -3,6 +3,7 @@
 package index
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"syscall"
@@ -11,16 +12,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// errNoStat: a FileInfo without the system's stat, which holds the count.
+var errNoStat = errors.New("the file system gave no link count")
+
 // oDirectory makes an open fail on anything but a directory.
 const oDirectory = syscall.O_DIRECTORY
 
-// LinkCount is the number of hard links of the file fi describes.
-func LinkCount(fi fs.FileInfo) (uint64, error) {
+// LinkCount is the number of hard links of the open file f, whose
+// FileInfo (f.Stat) is fi: on Unix, fi holds it.
+func LinkCount(_ *os.File, fi fs.FileInfo) (uint64, error) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, errNoStat
 	}
 	return uint64(st.Nlink), nil
+}
+
+// linkCountAt is LinkCount of the file rel in root, whose FileInfo (from
+// the root's Stat or Lstat) is fi: on Unix, fi holds it.
+func linkCountAt(_ *os.Root, _ string, fi fs.FileInfo) (uint64, error) {
+	return LinkCount(nil, fi)
 }
 
 func idOf(path string) fileID {

@@ -1,8 +1,10 @@
 // Package index owns a workspace's live index of served files: which files
-// are served (Rules: the allowlist, secrets, skipped directories), the
-// parallel walk that builds the index, and the fsnotify watcher that keeps
-// it current, including a root that is deleted and made again. It gives
-// out the workspace's os.Root, through which every file access goes.
+// are served (Rules: the allowlist, secrets, skipped directories, and the
+// names Windows reads as another file, NameRefusal), the parallel walk
+// that builds the index, and the watcher that keeps it current (fsnotify on
+// each directory on Unix, one watch of the whole tree on Windows),
+// including a root that is deleted and made again. It gives out the
+// workspace's os.Root, through which every file access goes.
 //
 // It does not own sessions, MCP or notifications (daemon), nor the store.
 package index
@@ -21,8 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/fly-dev/fly/internal/logkey"
 )
@@ -90,8 +90,11 @@ func StatFiles(root *os.Root, files []File) []FileInfo {
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			fi, err = root.Stat(filepath.FromSlash(f.Path)) // where it leads, if within root
 		}
-		if err != nil || !fi.Mode().IsRegular() || !singleLink(fi) {
-			continue // gone, not a file, or hard-linked: see openServed
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // gone, or not a file
+		}
+		if n, err := linkCountAt(root, f.Path, fi); err != nil || n != 1 {
+			continue // hard-linked: see openServed
 		}
 		out = append(out, FileInfo{Path: f.Path, Size: fi.Size(), ModTime: fi.ModTime()})
 	}
@@ -136,7 +139,8 @@ type Index struct {
 	match    ruleMatcher
 	log      *slog.Logger
 	onChange func(Change)
-	watcher  *fsnotify.Watcher
+	watcher  *watcher
+	queue    *watchQueue // the watcher's events, until Run applies them
 
 	files       atomic.Pointer[[]File]
 	cache       contentCache  // file contents grep or the warmer has read
@@ -199,7 +203,8 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 	if watch {
 		// Without a watcher (the limit of inotify instances is per user,
 		// and low), the index is still served, but never updated.
-		if x.watcher, err = fsnotify.NewWatcher(); err != nil {
+		x.queue = newWatchQueue()
+		if x.watcher, err = newWatcher(root, x.queue); err != nil {
 			x.watchErrors.Add(1)
 			x.log.Warn("cannot watch workspace: its index will not follow changes", indexKeyErr, err)
 			watch = false
@@ -209,7 +214,7 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 	files, dirs, err := x.walk("", watch)
 	if err != nil {
 		if x.watcher != nil {
-			x.watcher.Close()
+			x.watcher.close()
 		}
 		fsRoot.Close()
 		return nil, fmt.Errorf("index %s: %w", root, err)
@@ -403,7 +408,7 @@ func (w *indexWalk) read(d *walkDir, scratch *[]string) []*walkDir {
 	abs := x.abs(d.rel)
 	var watchErr error
 	if w.watch {
-		watchErr = x.watcher.Add(abs)
+		watchErr = x.watcher.add(abs)
 		d.watched = watchErr == nil
 	}
 	f, err := openDir(abs)

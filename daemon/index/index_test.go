@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/fly-dev/fly/internal/wine"
 )
 
 // genTree writes a Flutter-like workspace of about n files under root:
@@ -159,6 +161,25 @@ func idxSymlink(t testing.TB, target, link string) {
 	}
 }
 
+// idxSymlinks reports whether this system makes symlinks, saying so in the
+// test's log when it does not: Wine makes none (os.Symlink succeeds and
+// leaves nothing), and Windows makes them only with a privilege or in
+// Developer Mode. A test then leaves its symlinks out.
+func idxSymlinks(t testing.TB) bool {
+	t.Helper()
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	err := os.Symlink("target", link)
+	if err == nil {
+		_, err = os.Lstat(link)
+	}
+	if err != nil {
+		t.Logf("this system makes no symlinks (%v): their cases are left out", err)
+		return false
+	}
+	return true
+}
+
 // allFiles pages through the index as resources/list does.
 func idxPageAll(x *Index, page int) []File {
 	var all []File
@@ -188,16 +209,19 @@ func TestIndexBuild(t *testing.T) {
 
 	idxWrite(t, outside, "secret.dart", "outside")
 	idxWrite(t, outside, "dir/x.dart", "outside")
-	idxSymlink(t, filepath.Join(outside, "secret.dart"), filepath.Join(root, "lib/outside.dart"))
-	idxSymlink(t, filepath.Join(outside, "dir"), filepath.Join(root, "lib/outside_dir"))
-	idxSymlink(t, "../../outside.dart", filepath.Join(root, "lib/l10n/rel_outside.dart"))
-	idxSymlink(t, "main.dart", filepath.Join(root, "lib/inside.dart"))
-	idxSymlink(t, "features", filepath.Join(root, "lib/features_link")) // a dir: not descended
-	idxSymlink(t, "../android/key.properties", filepath.Join(root, "lib/key.dart"))
-	idxSymlink(t, "../build/app/intermediates/d0/f0.dart", filepath.Join(root, "lib/built.dart"))
-	idxSymlink(t, "missing.dart", filepath.Join(root, "lib/dangling.dart"))
-	want = append(want, "lib/inside.dart")
-	slices.Sort(want)
+	links := idxSymlinks(t)
+	if links {
+		idxSymlink(t, filepath.Join(outside, "secret.dart"), filepath.Join(root, "lib/outside.dart"))
+		idxSymlink(t, filepath.Join(outside, "dir"), filepath.Join(root, "lib/outside_dir"))
+		idxSymlink(t, "../../outside.dart", filepath.Join(root, "lib/l10n/rel_outside.dart"))
+		idxSymlink(t, "main.dart", filepath.Join(root, "lib/inside.dart"))
+		idxSymlink(t, "features", filepath.Join(root, "lib/features_link")) // a dir: not descended
+		idxSymlink(t, "../android/key.properties", filepath.Join(root, "lib/key.dart"))
+		idxSymlink(t, "../build/app/intermediates/d0/f0.dart", filepath.Join(root, "lib/built.dart"))
+		idxSymlink(t, "missing.dart", filepath.Join(root, "lib/dangling.dart"))
+		want = append(want, "lib/inside.dart")
+		slices.Sort(want)
+	}
 
 	x, err := New(root, DefaultRules(), nil, nil)
 	if err != nil {
@@ -218,6 +242,9 @@ func TestIndexBuild(t *testing.T) {
 	}
 
 	for _, p := range []string{"lib/main.dart", "lib/inside.dart"} {
+		if p == "lib/inside.dart" && !links {
+			continue
+		}
 		if f, ok := x.Lookup(p); !ok || f.Path != p {
 			t.Errorf("Lookup(%q) = %+v, %v", p, f, ok)
 		}
@@ -253,8 +280,11 @@ func TestStatFiles(t *testing.T) {
 	idxWrite(t, root, "lib/a.dart", "aaa")
 	idxWrite(t, root, "lib/b/c.dart", "c")
 	idxWrite(t, outside, "out.dart", "outside")
-	idxSymlink(t, "a.dart", filepath.Join(root, "lib/link.dart"))
-	idxSymlink(t, filepath.Join(outside, "out.dart"), filepath.Join(root, "lib/out.dart"))
+	links := idxSymlinks(t)
+	if links {
+		idxSymlink(t, "a.dart", filepath.Join(root, "lib/link.dart"))
+		idxSymlink(t, filepath.Join(outside, "out.dart"), filepath.Join(root, "lib/out.dart"))
+	}
 	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := os.Chtimes(filepath.Join(root, "lib/a.dart"), old, old); err != nil {
 		t.Fatal(err)
@@ -276,6 +306,9 @@ func TestStatFiles(t *testing.T) {
 		{Path: "lib/a.dart", Size: 3, ModTime: old},
 		{Path: "lib/b/c.dart", Size: 1, ModTime: fi.ModTime()},
 		{Path: "lib/link.dart", Size: 3, ModTime: old},
+	}
+	if !links {
+		want = want[:2]
 	}
 	if !slices.EqualFunc(got, want, func(a, b FileInfo) bool {
 		return a.Path == b.Path && a.Size == b.Size && a.ModTime.Equal(b.ModTime)
@@ -301,6 +334,9 @@ func TestIndexBuildErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(filepath.Join(root, "secret"), 0o755) })
+	if _, err := os.ReadDir(filepath.Join(root, "secret")); err == nil {
+		t.Skip("a mode of 0 leaves a directory readable here (Windows keeps who may read it in its access list)")
+	}
 	x, err := New(root, DefaultRules(), nil, nil)
 	if err != nil {
 		t.Fatalf("unreadable subdirectory: %v", err)
@@ -427,6 +463,7 @@ func TestIndexWatch(t *testing.T) {
 		}
 	})
 	t.Run("remove dir", func(t *testing.T) {
+		wine.SkipUnder(t, "its watch of a tree at times reports nothing when a directory is removed with all under it, where Windows reports each removal")
 		var want []string
 		for _, f := range w.x.Files() {
 			if strings.HasPrefix(f.Path, "lib/features/feature_0/") {
@@ -452,7 +489,10 @@ func TestIndexWatch(t *testing.T) {
 		{"lib/features/feature_1", "lib/moved"},
 		{"lib/features/feature_2", "lib/a_moved"},
 	} {
-		t.Run("rename dir to "+tt.to, func(t *testing.T) { idxTestRenameDir(t, w, tt.from, tt.to) })
+		t.Run("rename dir to "+tt.to, func(t *testing.T) {
+			wine.SkipUnder(t, "its watch of a tree loses a directory once it is renamed, where Windows reports its changes under the new name")
+			idxTestRenameDir(t, w, tt.from, tt.to)
+		})
 	}
 	t.Run("not served", func(t *testing.T) {
 		never := []string{"build/out.dart", "lib/logo.png", "android/key.properties", ".env.local",
@@ -460,14 +500,18 @@ func TestIndexWatch(t *testing.T) {
 		for _, p := range never {
 			idxWrite(t, root, p, "x")
 		}
-		outside := idxTempDir(t)
-		idxWrite(t, outside, "out.dart", "x")
-		idxSymlink(t, filepath.Join(outside, "out.dart"), filepath.Join(root, "lib/out_link.dart"))
-		idxSymlink(t, outside, filepath.Join(root, "lib/out_dir"))
-		never = append(never, "lib/out_link.dart", "lib/out_dir/out.dart")
-		idxSymlink(t, "app.dart", filepath.Join(root, "lib/in_link.dart"))
+		added := []string{"lib/sentinel.dart"}
+		if idxSymlinks(t) {
+			outside := idxTempDir(t)
+			idxWrite(t, outside, "out.dart", "x")
+			idxSymlink(t, filepath.Join(outside, "out.dart"), filepath.Join(root, "lib/out_link.dart"))
+			idxSymlink(t, outside, filepath.Join(root, "lib/out_dir"))
+			never = append(never, "lib/out_link.dart", "lib/out_dir/out.dart")
+			idxSymlink(t, "app.dart", filepath.Join(root, "lib/in_link.dart"))
+			added = append(added, "lib/in_link.dart")
+		}
 		idxWrite(t, root, "lib/sentinel.dart", "x")
-		c := w.wait(t, "added", "lib/sentinel.dart", "lib/in_link.dart")
+		c := w.wait(t, "added", added...)
 		for _, p := range slices.Concat(c.Added, c.Updated) {
 			if slices.Contains(never, p) {
 				t.Errorf("reported %s", p)

@@ -15,7 +15,7 @@ func readThroughRoot(root *os.Root, rel string, limit int64) ([]byte, skipReason
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || !singleLink(fi) {
+	if err != nil || !fi.Mode().IsRegular() || !singleLink(f, fi) {
 		return nil, skipOther
 	}
 	if fi.Size() > limit {

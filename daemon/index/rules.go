@@ -1,8 +1,8 @@
 package index
 
 import (
-	"errors"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -96,7 +96,7 @@ func (m ruleMatcher) servedName(parent, name string) bool {
 			}
 		}
 	}
-	return !skipFile(name) && !secretName(parent, name) && utf8.ValidString(name)
+	return !skipFile(name) && !secretName(parent, name) && utf8.ValidString(name) && NameRefusal(name) == ""
 }
 
 // served is Rules.served for a compiled ruleMatcher.
@@ -106,15 +106,18 @@ func (m ruleMatcher) served(rel string) bool {
 }
 
 // servable reports whether the file rel may be served at all: it is
-// neither a secret nor a skipped file.
+// neither a secret nor a skipped file, and its name names no other file.
 func servable(rel string) bool {
-	return !isSecret(rel) && !skipFile(path.Base(rel)) && utf8.ValidString(rel)
+	name := path.Base(rel)
+	return !isSecret(rel) && !skipFile(name) && utf8.ValidString(rel) && NameRefusal(name) == ""
 }
 
 // isSecret reports whether rel names a file that is never served, whatever
 // the allowlist says: signing keys, keystores, certificates, local
 // properties, .env files and well-known credential files. The base name
-// counts, case insensitively, and for a few files its directory.
+// counts, and for a few files its directory, compared as fold does on
+// every system: on a case-insensitive one (Windows, macOS), KEY.PROPERTIES
+// is key.properties.
 func isSecret(rel string) bool {
 	return secretName(path.Base(path.Dir(rel)), path.Base(rel))
 }
@@ -122,18 +125,16 @@ func isSecret(rel string) bool {
 // secretName is isSecret for the file name in a directory whose base
 // name is parent.
 func secretName(parent, name string) bool {
-	if hasUpperASCII(name) {
-		name = strings.ToLower(name)
-	}
+	name = fold(name)
 	switch name {
 	case "key.properties", "local.properties", ".env", ".envrc",
 		".netrc", "_netrc", ".git-credentials", "pub-credentials.json", "credentials.json",
 		"application_default_credentials.json", ".npmrc", ".pypirc", ".pgpass":
 		return true
 	case "hosts.yml", "hosts.yaml": // gh's tokens
-		return parent == "gh"
+		return fold(parent) == "gh"
 	case "config.json": // docker's auths
-		return parent == ".docker"
+		return fold(parent) == ".docker"
 	}
 	if strings.HasPrefix(name, ".env.") {
 		return true
@@ -215,6 +216,9 @@ func skipDirElem(parent, elem string) bool {
 	if !utf8.ValidString(elem) {
 		return true // no URI names it exactly: see Refusal
 	}
+	if NameRefusal(elem) != "" {
+		return true // Windows would read it as another name: see NameRefusal
+	}
 	if strings.HasPrefix(elem, ".") {
 		_, ok := hiddenDirsServed[elem]
 		return !ok
@@ -260,6 +264,11 @@ func (r Rules) Refusal(rel string) string {
 		// lists, searches and reads alike.
 		return "its name is not valid UTF-8, and flyd leaves such files out everywhere"
 	}
+	for _, el := range strings.Split(rel, "/") {
+		if why := NameRefusal(el); why != "" {
+			return why
+		}
+	}
 	dir := path.Dir(rel)
 	for d := dir; d != "."; d = path.Dir(d) {
 		if skipDir(d) {
@@ -275,14 +284,10 @@ func (r Rules) Refusal(rel string) string {
 	return ""
 }
 
-// singleLink reports whether the file fi describes has exactly one hard
-// link: one of several could be a file outside the workspace.
-func singleLink(fi fs.FileInfo) bool {
-	n, err := LinkCount(fi)
+// singleLink reports whether the open file f, whose FileInfo is fi, has
+// exactly one hard link: one of several could be a file outside the
+// workspace.
+func singleLink(f *os.File, fi fs.FileInfo) bool {
+	n, err := LinkCount(f, fi)
 	return err == nil && n == 1
 }
-
-var (
-	errNoStat  = errors.New("the file system gave no link count")
-	errWindows = errors.New("not supported on Windows yet")
-)

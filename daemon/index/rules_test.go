@@ -1,6 +1,9 @@
 package index
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRulesServed(t *testing.T) {
 	r := DefaultRules()
@@ -86,6 +89,30 @@ func TestRulesServed(t *testing.T) {
 		{"android/.gradle/x.lock", false},
 		{"lib/build.dart", true},     // a file named like a skipped dir
 		{"lib/builder/x.dart", true}, // a dir that only starts like one
+		// Other spellings of a secret, which a case-insensitive file
+		// system opens as the secret.
+		{"android/KEY.PROPERTIES", false},
+		{"android/Local.Properties", false},
+		{".ENV", false},
+		{"config/.Env.Production", false},
+		{"GH/hosts.yml", false},
+		{"Gh/HOSTS.YAML", false},
+		{"android/key.propertıes", false},
+		{".e‌nv", false},
+		{".SSH/config.json", false},
+		{".Docker/config.json", false},
+		{".GITHUB/workflows/ci.yml", false}, // only the exact hidden names are served
+		// Names Windows reads as another file or a device.
+		{"lib/con.dart", false},
+		{"lib/Aux.g.dart", false},
+		{"lib/com1.dart", false},
+		{"con/main.dart", false},
+		{"lib/main.dart:stream.dart", false},
+		{"lib/main.dart.", false},
+		{"lib./main.dart", false},
+		{"DOCKER~1/config.json", false},
+		{"android/PUB-CR~1.JSO", false},
+		{"lib/console.dart", true},
 	}
 	for _, tt := range tests {
 		if got := r.served(tt.rel); got != tt.want {
@@ -148,6 +175,19 @@ func TestRulesIsSecret(t *testing.T) {
 		{".environment", false},
 		{"app.iml", false},          // skipped, not secret
 		{".flutter-plugins", false}, // skipped, not secret
+		// Any case, on every system: macOS and Windows open the same file.
+		{"android/KEY.PROPERTIES", true},
+		{".ENV", true},
+		{".ENV.LOCAL", true},
+		{".Envrc", true},
+		{"CREDENTIALS.JSON", true},
+		{"GH/hosts.yml", true},
+		{".DOCKER/config.json", true},
+		{"certs/CA.PEM", true},
+		{"android/key.propertıes", true},  // ı: Windows's upper case is I
+		{"android/key.propertieſ", true},  // ſ: macOS folds it to s
+		{"android/Key.properties", true},  // the Kelvin sign: macOS folds it to k
+		{"android/key‍.properties", true}, // HFS+ ignores a zero-width joiner
 	}
 	for _, tt := range tests {
 		if got := isSecret(tt.rel); got != tt.want {
@@ -245,6 +285,26 @@ func TestRulesCmpPathKeys(t *testing.T) {
 	for _, tt := range tests {
 		if got := cmpPathKeys(tt.a, tt.aDir, tt.b, tt.bDir); got != tt.want {
 			t.Errorf("cmpPathKeys(%q, %v, %q, %v) = %d, want %d", tt.a, tt.aDir, tt.b, tt.bDir, got, tt.want)
+		}
+	}
+}
+
+func TestRulesRefusal(t *testing.T) {
+	r := DefaultRules()
+	tests := []struct{ rel, want string }{
+		{"lib/main.dart", ""},
+		{"android/KEY.PROPERTIES", "secret"},
+		{".ENV", "secret"},
+		{"lib/con.dart", "device on Windows"},
+		{"lib/main.dart:x", "alternate data stream"},
+		{"lib./a.dart", "ends in a dot"},
+		{"SSH~1/id.pem", "short name"},
+		{"build/x.dart", "under build/"},
+	}
+	for _, tt := range tests {
+		got := r.Refusal(tt.rel)
+		if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("Refusal(%q) = %q, want one saying %q", tt.rel, got, tt.want)
 		}
 	}
 }

@@ -2,9 +2,9 @@ package index
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,12 +45,12 @@ func (x *Index) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	defer x.watcher.Close() // waits for the watcher's goroutine
+	defer x.watcher.close() // waits for the watcher's goroutines
 	// The parent's watch reports the root itself being removed and made
 	// again (its own watch dies with it): events for the parent's other
 	// entries are not under the root and are dropped.
 	if parent := filepath.Dir(x.root); parent != x.root {
-		if err := x.watcher.Add(parent); err != nil {
+		if err := x.watcher.add(parent); err != nil {
 			x.log.Debug("index: cannot watch the root's parent; a re-created root will not be noticed", indexKeyErr, err)
 		}
 	}
@@ -65,25 +65,28 @@ func (x *Index) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case ev, ok := <-x.watcher.Events:
-			if !ok {
-				return errors.New("index: watcher closed")
-			}
-			rel, ok := x.rel(ev.Name)
-			if !ok {
-				continue
-			}
-			pending[rel] |= ev.Op
-		case err, ok := <-x.watcher.Errors:
-			if !ok {
-				return errors.New("index: watcher closed")
-			}
-			if !errors.Is(err, fsnotify.ErrEventOverflow) {
+		case <-x.queue.ready:
+			events, errs, overflow := x.queue.take()
+			for _, err := range errs {
 				x.log.Warn("index: watch", indexKeyErr, err)
+			}
+			if overflow && !rescan {
+				x.log.Warn("index: watch events overflowed; rescanning")
+				rescan = true
+			}
+			for _, ev := range events {
+				rel, ok := x.rel(ev.Name)
+				if !ok {
+					continue
+				}
+				if dir := path.Dir(rel); dir != "." && skipDir(dir) {
+					continue // under a skipped directory: a watch of a whole tree sees them
+				}
+				pending[rel] |= ev.Op
+			}
+			if len(pending) == 0 && !rescan {
 				continue
 			}
-			x.log.Warn("index: watch events overflowed; rescanning")
-			rescan = true
 		case <-timer.C:
 			x.flush(pending, rescan)
 			if len(pending) > 1024 {
@@ -330,7 +333,7 @@ func (x *Index) rescan(old []File, pending map[string]fsnotify.Op) ([]File, Chan
 	}
 	for d := range x.dirs {
 		if _, ok := now[d]; !ok {
-			x.watcher.Remove(x.abs(d)) // may be gone already
+			x.watcher.remove(x.abs(d)) // may be gone already
 		}
 	}
 	x.dirs = now
@@ -369,7 +372,7 @@ func (x *Index) rescan(old []File, pending map[string]fsnotify.Op) ([]File, Chan
 func (x *Index) unwatchUnder(dir string) {
 	for d := range x.dirs {
 		if d == dir || isUnder(d, dir) {
-			x.watcher.Remove(x.abs(d)) // may be gone already
+			x.watcher.remove(x.abs(d)) // may be gone already
 			delete(x.dirs, d)
 		}
 	}

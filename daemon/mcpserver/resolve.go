@@ -99,7 +99,12 @@ func parseWorkspaceURI(uri string) (rel string, r byteRange, err error) {
 	return rel, r, nil
 }
 
-// checkRelPath validates the decoded path of a workspace URI.
+// checkRelPath validates the decoded path of a workspace URI, or "/" and a
+// path an agent gave, and returns it clean and slash-separated. On Windows
+// a backslash separates too (lib\main.dart is lib/main.dart); elsewhere
+// it is part of a file name, and refused with a word to use '/'. Drives,
+// UNC and device paths are refused on every system, and so is any element
+// that Windows reads as another file or a device (index.NameRefusal).
 func checkRelPath(p string) (string, error) {
 	if !strings.HasPrefix(p, "/") || p == "/" {
 		return "", invalidParams("workspace URI has no file path")
@@ -108,10 +113,17 @@ func checkRelPath(p string) (string, error) {
 	switch {
 	case strings.IndexByte(rel, 0) >= 0:
 		return "", invalidParams("path contains a NUL byte")
-	case strings.Contains(rel, `\`):
-		return "", invalidParams("path %q contains a backslash; use '/'", rel)
 	case !utf8.ValidString(rel):
 		return "", invalidParams("path is not valid UTF-8")
+	case len(rel) >= 2 && isSlash(rel[0]) && isSlash(rel[1]):
+		return "", invalidParams(`path %q is a UNC or device path (\\server\share, \\?\, \\.\); workspace paths are relative to the root`, rel)
+	case len(rel) >= 2 && rel[1] == ':' && ('a' <= rel[0]|0x20 && rel[0]|0x20 <= 'z'):
+		return "", invalidParams("path %q starts with a drive; workspace paths are relative to the root", rel)
+	}
+	rel = filepath.ToSlash(rel) // '\' is a separator on Windows only
+	switch {
+	case strings.Contains(rel, `\`):
+		return "", invalidParams("path %q contains a backslash, which is part of a file name on this system; separate directories with '/'", rel)
 	case strings.HasPrefix(rel, "/"):
 		return "", invalidParams("path %q is absolute; workspace paths are relative to the root", rel)
 	}
@@ -122,12 +134,17 @@ func checkRelPath(p string) (string, error) {
 		case ".", "..":
 			return "", invalidParams("path %q contains %q; paths may not leave or walk the workspace", rel, el)
 		}
+		if why := index.NameRefusal(el); why != "" {
+			return "", invalidParams("path %q: %s", rel, why)
+		}
 	}
 	if !filepath.IsLocal(filepath.FromSlash(rel)) || path.Clean(rel) != rel {
 		return "", invalidParams("path %q is not a plain relative path", rel)
 	}
 	return rel, nil
 }
+
+func isSlash(c byte) bool { return c == '/' || c == '\\' }
 
 // parseRange parses "start=N&length=M". Both are optional.
 func parseRange(query string) (byteRange, error) {
@@ -195,7 +212,7 @@ func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, notFound(uri, "not a regular file")
 	}
-	if n, err := index.LinkCount(fi); err != nil {
+	if n, err := index.LinkCount(f, fi); err != nil {
 		f.Close()
 		return nil, nil, notFound(uri, err.Error())
 	} else if n > 1 {
@@ -213,11 +230,12 @@ func checkWritableDir(root *os.Root, rel string) error {
 	if rel == "." {
 		return nil
 	}
-	if _, err := checkRelPath("/" + rel); err != nil {
-		return fmt.Errorf("%q is not a plain path inside the workspace", rel)
+	clean, err := checkRelPath("/" + rel)
+	if err != nil {
+		return fmt.Errorf("%q is not a plain path inside the workspace: %s", rel, err) // its message: not a protocol error
 	}
 	prefix := ""
-	for _, el := range strings.Split(rel, "/") {
+	for _, el := range strings.Split(clean, "/") {
 		prefix = path.Join(prefix, el)
 		fi, err := root.Lstat(filepath.FromSlash(prefix))
 		switch {
@@ -237,10 +255,11 @@ func checkWritableDir(root *os.Root, rel string) error {
 // checkReadableFile checks that rel names a file a command will read
 // inside the root: os.Root follows symlinks only within it.
 func checkReadableFile(root *os.Root, rel string) error {
-	if _, err := checkRelPath("/" + rel); err != nil {
-		return fmt.Errorf("%q is not a plain path inside the workspace", rel)
+	clean, err := checkRelPath("/" + rel)
+	if err != nil {
+		return fmt.Errorf("%q is not a plain path inside the workspace: %s", rel, err) // its message: not a protocol error
 	}
-	fi, err := root.Stat(filepath.FromSlash(rel))
+	fi, err := root.Stat(filepath.FromSlash(clean))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s does not exist in the workspace", rel)
