@@ -53,7 +53,7 @@ type Config struct {
 	Linger          time.Duration // how long a workspace stays indexed with no session (default 10m)
 	Rules           index.Rules   // which workspace files are served (default DefaultRules)
 
-	Flutter         string        // the flutter executable; default: "flutter" on each session's PATH
+	Flutter         string        // the flutter executable; default: flutter on each session's PATH (flutter.bat on Windows), else in FLUTTER_ROOT/bin
 	MaxRuns         int           // live flutter runs per workspace (default 2)
 	MaxBuilds       int           // concurrent builds per workspace (default 3)
 	BuildTimeout    time.Duration // default 30m

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 // owns it: it makes the command (in the run's root, with the client's
 // environment and the run's mark), starts it as the leader of a process
 // group of its own, signals that group and what left it (killTree),
-// waits for it and says how it ended. The rest of the engine reads the
-// run's output from its pipes and asks it to signal or wait; nothing
-// else holds the exec.Cmd or signals a live run's pid (Open kills, by
-// their records, the groups a flyd that died left behind).
+// waits for it, says how it ended and releases the group once nothing
+// will signal it again (proc.Release: on Windows that closes the run's
+// job object, which ends what is left in it). The rest of the engine
+// reads the run's output from its pipes and asks it to signal or wait;
+// nothing else holds the exec.Cmd or signals a live run's pid (Open
+// kills, by their records, the groups a flyd that died left behind).
 //
 // The issue after the Windows port moves this ownership into a per-run
 // holder process that outlives flyd (flyd restarts; the run goes on, and
@@ -38,6 +41,15 @@ type process struct {
 	stderrW *os.File // the child's end of an engine-made stderr pipe, until the start; nil with StderrPipe
 
 	pid int // once started
+
+	// The group is released once the leader has been waited for and no
+	// stop is under way (a stop signals the group after the leader's
+	// exit, to end what is left of it); after that it is never signalled
+	// again (on Windows its pid would name whatever process has it next).
+	mu       sync.Mutex
+	stops    int  // stop paths under way: see hold
+	waited   bool // wait has returned
+	released bool
 }
 
 // newProcess makes the command of run runID, not yet started: exe with
@@ -45,6 +57,9 @@ type process struct {
 // process that ends with its call (opts.endsWithCall), ctx is that
 // call's, and cancelled is told why it ended before the group is killed.
 func newProcess(ctx context.Context, exe string, spec Spec, runID string, opts kindOptions, cancelled func(cancelReason)) (*process, error) {
+	if err := checkCommandLine(exe, spec.Args); err != nil {
+		return nil, err
+	}
 	p := &process{runID: runID, endsWithLeader: opts.endsWithLeader}
 	if opts.endsWithCall {
 		p.cmd = exec.CommandContext(ctx, exe, spec.Args...)
@@ -54,7 +69,7 @@ func newProcess(ctx context.Context, exe string, spec Spec, runID string, opts k
 				why = timedOut
 			}
 			cancelled(why)
-			return killTree(p.cmd.Process.Pid, runID, proc.Kill)
+			return p.signal(proc.Kill)
 		}
 	} else {
 		p.cmd = exec.Command(exe, spec.Args...)
@@ -112,7 +127,9 @@ func (p *process) start() error {
 // (outputRead returns when it has), with cmd.Wait's error. A process
 // that ends with its leader loses what the leader started (an analysis
 // server) when the leader exits, and only then is its stderr complete.
+// Then the group is released, unless a stop holds it.
 func (p *process) wait(outputRead func()) error {
+	defer p.waitedFor()
 	if !p.endsWithLeader {
 		outputRead()
 		return p.cmd.Wait()
@@ -125,8 +142,55 @@ func (p *process) wait(outputRead func()) error {
 }
 
 // signal sends sig to the process's group and to every process that
-// left it carrying the run's mark.
-func (p *process) signal(sig proc.Signal) error { return killTree(p.pid, p.runID, sig) }
+// left it carrying the run's mark; nothing once the group is released.
+// It reads the pid from cmd.Process, which Start set before anything
+// could call it (Cancel among them), not from p.pid, set after.
+func (p *process) signal(sig proc.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released {
+		return nil // what was left of the group ended with its release
+	}
+	return killTree(p.cmd.Process.Pid, p.runID, sig)
+}
+
+// hold keeps the group from being released until unhold, while a stop
+// signals it: a stop that began before the leader's exit ends what is
+// left of the group after it.
+func (p *process) hold() {
+	p.mu.Lock()
+	p.stops++
+	p.mu.Unlock()
+}
+
+// unhold ends a hold; the last one releases a group whose leader has
+// been waited for.
+func (p *process) unhold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stops--
+	p.releaseLocked()
+}
+
+// waitedFor records that wait has returned, and releases the group
+// unless a stop holds it.
+func (p *process) waitedFor() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waited = true
+	p.releaseLocked()
+}
+
+// releaseLocked frees what the operating system keeps for the group
+// (see proc.Release) once the leader has been waited for and no stop
+// holds it. p.mu is held.
+func (p *process) releaseLocked() {
+	if p.released || !p.waited || p.stops > 0 {
+		return
+	}
+	p.released = true
+	proc.Release(p.cmd.Process.Pid)
+}
 
 // alive reports whether the leader has not exited (a zombie has).
 func (p *process) alive() bool {

@@ -18,8 +18,10 @@ import (
 //     becomes flyd's child rather than init's: the engine reaps those
 //     (they are not runs) and kills whatever is left of them at Close.
 // macOS has neither /proc nor subreapers: there, a descendant that
-// leaves the process group is not stopped with its run. What differs by
-// operating system is in reap_linux.go, reap_darwin.go, reap_unix.go and
+// leaves the process group is not stopped with its run. Windows needs
+// neither: a run's group is a job object, which no descendant can leave
+// and which ends with flyd (internal/proc). What differs by operating
+// system is in reap_linux.go, reap_darwin.go, reap_unix.go and
 // reap_windows.go.
 
 // EnvMarker is the variable that names the run a process belongs to.

@@ -24,23 +24,6 @@ func livePID(pid int) bool {
 	return i >= 0 && len(b) > i+2 && b[i+2] != 'Z'
 }
 
-// readPID waits for a pid file a test's child writes.
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute) // a hang detector
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", path)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the file the child writes
-	}
-}
-
 // TestStopReachesWhatLeftTheGroup: a command whose child started a new
 // session (setsid) is stopped with it: the child carries the run's mark.
 func TestStopReachesWhatLeftTheGroup(t *testing.T) {

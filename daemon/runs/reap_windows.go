@@ -1,27 +1,26 @@
 package runs
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
-// Windows has no subreaper, no SIGCHLD and no environment of another
-// process to read: what reaches a run's whole tree there is a job object,
-// which is the next issue's work (with internal/proc's groups). Until
-// then these refuse with an error rather than pretend.
+// On Windows a run's process group is a job object (internal/proc) that
+// holds every descendant: a process in it cannot break away, and the
+// job ends with flyd. Nothing needs a mark or a subreaper, and an
+// orphan is not a zombie: Windows frees a process that ended once the
+// last handle to it closes, with no parent to wait for it.
 
-var errNoAdoption = errors.New("adopting and reaping a run's orphaned descendants is not supported on Windows yet")
+// adoptOrphans has nothing to adopt: the job holds the tree. It returns
+// when ctx ends, as the Linux reaper does.
+func adoptOrphans(ctx context.Context, reap func()) error {
+	<-ctx.Done()
+	return nil
+}
 
-func adoptOrphans(ctx context.Context, reap func()) error { return errNoAdoption }
-
-// childProcesses: nothing was adopted (adoptOrphans refused).
+// childProcesses: nothing was adopted.
 func childProcesses(zombies bool) []int { return nil }
 
-func reapZombie(pid int) error { return errNoAdoption }
+// reapZombie: there are no zombies to reap.
+func reapZombie(pid int) error { return nil }
 
-func markedProcesses(id string) ([]int, error) {
-	if id == "" {
-		return nil, nil
-	}
-	return nil, errors.New("finding the processes that carry a run's mark is not supported on Windows yet")
-}
+// markedProcesses: no process leaves its run's job, so stopping the
+// job reaches every process that carries the run's mark.
+func markedProcesses(id string) ([]int, error) { return nil, nil }

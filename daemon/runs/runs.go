@@ -10,7 +10,9 @@
 // lookup, limits; start.go: Start's steps), a run (run.go, and api.go for
 // what callers read of it), its process (process.go, the one owner of
 // the operating system's process; supervise.go: waiting, ending,
-// stopping), its output (output.go: read, split, --machine events into
+// stopping; executable_unix.go and executable_windows.go: finding
+// flutter, and which command lines may be run; reap.go: what leaves a
+// run's process group), its output (output.go: read, split, --machine events into
 // the ring; machine.go: the protocol), and the kinds of process
 // (kinds.go, then kind_run.go, kind_attach.go, kind_build.go,
 // kind_upstream.go, and kind_app.go for an app flyd did not start).
@@ -66,7 +68,7 @@ var (
 // Config is what the engine is told at start. Zero values mean the
 // defaults of flyd's flags.
 type Config struct {
-	Flutter     string        // the flutter executable; default: "flutter" on each session's PATH
+	Flutter     string        // the flutter executable; default: flutter (flutter.bat on Windows) on each session's PATH, else in FLUTTER_ROOT
 	StopGrace   time.Duration // wait after app.stop and after SIGTERM (default 5s)
 	RingEntries int           // log ring bound per run, entries (default 1000)
 	RingBytes   int           // log ring bound per run, bytes of text (default 100 KiB)

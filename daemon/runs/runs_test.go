@@ -5,7 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,12 +20,69 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("FLY_TEST_HELPER") == "flutter" {
+	switch os.Getenv("FLY_TEST_HELPER") {
+	case "flutter":
 		os.Exit(fakeflutter.Main(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	case "tree":
+		code := startGrandchild(os.Getenv(envPIDFile))
+		if code == 0 && os.Getenv(envTreeStays) != "" {
+			time.Sleep(time.Hour) // until the test ends it
+		}
+		os.Exit(code)
+	case "sleep":
+		time.Sleep(time.Hour) // until the test ends it
+		os.Exit(0)
 	}
 	// Every process, reader and notifier goroutine of an engine is gone
 	// once it is closed.
 	goleak.VerifyTestMain(m)
+}
+
+// The "tree" helper starts a grandchild of the test, which sleeps, and
+// writes its pid to the file envPIDFile names; then it exits, or with
+// envTreeStays, sleeps too.
+const (
+	envPIDFile   = "FLY_TEST_PIDFILE"
+	envTreeStays = "FLY_TEST_TREE_STAYS"
+)
+
+// startGrandchild starts this binary again as a "sleep" helper, and
+// writes its pid to pidFile.
+func startGrandchild(pidFile string) int {
+	self, err := os.Executable()
+	if err != nil {
+		return 2
+	}
+	gc := exec.Command(self)
+	gc.Env = append(os.Environ(), "FLY_TEST_HELPER=sleep")
+	gc.SysProcAttr = grandchildAttr()
+	if err := gc.Start(); err != nil {
+		return 2
+	}
+	if err := os.WriteFile(pidFile+".tmp", []byte(strconv.Itoa(gc.Process.Pid)), 0o600); err != nil {
+		return 2
+	}
+	if err := os.Rename(pidFile+".tmp", pidFile); err != nil {
+		return 2
+	}
+	return 0
+}
+
+// readPID waits for a pid file a test's child writes.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a hang detector
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the file the child writes
+	}
 }
 
 // newEngine returns an engine with a store and the fake flutter; the

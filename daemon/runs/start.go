@@ -104,8 +104,11 @@ func (e *Engine) executable(spec Spec) (path, name string, err error) {
 }
 
 // findFlutter resolves the flutter executable: --flutter, else the first
-// "flutter" on the session's PATH (not flyd's: the editor's environment is
-// the one the user set up).
+// flutter on the session's PATH (not flyd's: the editor's environment is
+// the one the user set up), else the one in FLUTTER_ROOT's bin. What
+// counts as the flutter executable of a directory differs by operating
+// system (flutterIn: flutter on Unix, flutter.bat on Windows), and so
+// does how variable names compare (envValue).
 func (e *Engine) findFlutter(env map[string]string) (string, error) {
 	if e.cfg.Flutter != "" {
 		return e.cfg.Flutter, nil
@@ -113,26 +116,24 @@ func (e *Engine) findFlutter(env map[string]string) (string, error) {
 	if len(env) == 0 {
 		// A session that sent no environment (an HTTP client, an old
 		// shim) runs with flyd's, as runEnv does.
-		env = map[string]string{"PATH": os.Getenv("PATH"), "FLUTTER_ROOT": os.Getenv("FLUTTER_ROOT")}
+		env = map[string]string{"PATH": os.Getenv("PATH"), "FLUTTER_ROOT": os.Getenv("FLUTTER_ROOT"), "PATHEXT": os.Getenv("PATHEXT")}
 	}
-	path := env["PATH"]
+	path := envValue(env, "PATH")
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
-		p := filepath.Join(dir, "flutter")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		if p, ok := flutterIn(dir, env); ok {
 			return p, nil
 		}
 	}
-	if root := env["FLUTTER_ROOT"]; root != "" {
-		p := filepath.Join(root, "bin", "flutter")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o111 != 0 {
+	if root := envValue(env, "FLUTTER_ROOT"); root != "" && filepath.IsAbs(root) {
+		if p, ok := flutterIn(filepath.Join(root, "bin"), env); ok {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("%w on this session's PATH (%s): install Flutter (https://docs.flutter.dev/get-started/install) "+
-		"and put its bin directory on the PATH your editor starts flyctl with, or set FLUTTER_ROOT, or start flyd with --flutter /path/to/flutter", ErrNoFlutter, path)
+		"and put its bin directory on the PATH your editor starts flyctl with, or set FLUTTER_ROOT, or start flyd with --flutter %s", ErrNoFlutter, path, flutterFlagExample)
 }
 
 // runEnv is the environment of a session's child: exactly the client's

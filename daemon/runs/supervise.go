@@ -141,9 +141,10 @@ func (r *Run) flushLog() bool {
 }
 
 // stop ends a live run: its kind's stop request (app.stop), then SIGTERM
-// to its process group, then SIGKILL, each after a grace period.
-// Whatever the process did, every process left in its group is killed at
-// the end. It waits for the exit.
+// to its process group, then SIGKILL, each after a grace period (on
+// Windows both signals end the run's job object at once: app.stop is the
+// graceful step). Whatever the process did, every process left in its
+// group is killed at the end. It waits for the exit.
 func (r *Run) stop(ctx context.Context) error {
 	if r.kind == store.KindApp {
 		return r.stopApp(ctx, false) // an app flyd did not start is not flyd's to end: a detach
@@ -156,6 +157,8 @@ func (r *Run) stop(ctx context.Context) error {
 	r.stopping = true
 	appID := r.rec.AppID
 	r.mu.Unlock()
+	r.proc.hold() // its last signal comes after the leader's exit
+	defer r.proc.unhold()
 	r.note("stop requested")
 	if r.askToStop(ctx, appID) {
 		_ = r.proc.signal(proc.Kill) // leftovers of the group, and what left it

@@ -60,7 +60,7 @@ var rules = []struct {
 
 // stdlibOnly are the internal packages that several top-level packages
 // share: they import nothing but the standard library (and each other).
-// (lockfile and owner also import golang.org/x/sys/windows on Windows,
+// (lockfile, owner and proc also import golang.org/x/sys/windows on Windows,
 // which this list, taken on the machine's OS, does not see.)
 var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext", mod + "/internal/jsonscan",
 	mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/logkey", mod + "/internal/proc", mod + "/internal/fileuri"}

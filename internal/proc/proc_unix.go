@@ -25,6 +25,9 @@ func startDetached(cmd *exec.Cmd) error {
 	return cmd.Start()
 }
 
+// release: a process group is nothing to free.
+func release(pgid int) {}
+
 func unixSignal(sig Signal) (syscall.Signal, error) {
 	switch sig {
 	case Terminate:
