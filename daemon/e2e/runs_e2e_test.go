@@ -23,6 +23,7 @@ import (
 	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -72,12 +73,8 @@ func toolText(res *mcp.CallToolResult) string {
 
 // alive reports whether pid is a live process (not gone, not a zombie).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+	ok, err := proc.Alive(pid)
+	return ok && err == nil
 }
 
 // waitGone waits until none of pids is alive.

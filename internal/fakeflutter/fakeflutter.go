@@ -96,8 +96,9 @@ const (
 	// SIGKILL stops them.
 	EnvIgnoreSIGTERM = "FAKE_FLUTTER_IGNORE_SIGTERM"
 
-	// EnvGrandchild makes `run` and `build` start `sleep 1000` in their
-	// own process group and print "grandchild pid N" as a plain stdout
+	// EnvGrandchild makes `run` and `build` start a child that sleeps
+	// 1000 s (the fake itself, as grandchildCommand) in their own process
+	// group and print "grandchild pid N" as a plain stdout
 	// line (for run, right after daemon.connected). "1" (or any true
 	// value) gives the grandchild /dev/null for its output; "inherit"
 	// hands it the fake's stdout and stderr, so the pipes stay open until
@@ -356,6 +357,9 @@ func mainKillable(kill <-chan struct{}, args []string, getenv func(string) strin
 		return doctor(stdout)
 	case "create":
 		return create(rest, stdout, stderr)
+	case grandchildCommand:
+		time.Sleep(1000 * time.Second)
+		return 0
 	}
 	fmt.Fprintf(stderr, "Could not find a command named %q.\n\n%s\n", cmd, usageHint)
 	return ExitUsage
@@ -563,17 +567,21 @@ func devices(cfg config, args []string, stdout io.Writer) int {
 	return 0
 }
 
+// grandchildCommand is the fake's own command (no flutter has it) that
+// sleeps for 1000 s: the grandchild EnvGrandchild starts, on every OS.
+const grandchildCommand = "fake-grandchild"
+
 // startEffects applies the process-wide steering for run and build: it
 // starts the grandchild (before ignoring SIGTERM, so the grandchild keeps
 // the default disposition) and returns its pid, or 0.
 func startEffects(cfg config, stdout, stderr io.Writer) (int, error) {
 	pid := 0
 	if cfg.grandchild != "" {
-		sleep, err := exec.LookPath("sleep")
+		self, err := os.Executable()
 		if err != nil {
 			return 0, fmt.Errorf("start grandchild: %w", err)
 		}
-		c := exec.Command(sleep, "1000")
+		c := exec.Command(self, grandchildCommand) // the environment that made this the fake makes that one too
 		if cfg.grandchild == "inherit" {
 			c.Stdout, c.Stderr = stdout, stderr
 		}
