@@ -154,12 +154,15 @@ type Server struct {
 	up   *upstream.Manager           // the user's shared MCP servers; nil until Run opened the store
 	apps atomic.Pointer[dtd.Watcher] // apps started outside fly; nil without discovery
 
-	api        *localapi.API    // /v1/* and the dashboard
-	http       httpSessions     // Streamable HTTP sessions
-	httpWG     sync.WaitGroup   // their serveSession goroutines
-	tokens     *loopback.Tokens // the TCP listener's; nil without one
-	httpAddr   string           // where the TCP listener listens; "" without one
-	httpWanted string           // the configured address, when it was taken and httpAddr is another
+	api *localapi.API // /v1/* and the dashboard
+
+	stopRequested chan struct{} // closed (once, by requestStop) when a client asks flyd to stop
+	stopOnce      sync.Once
+	http          httpSessions     // Streamable HTTP sessions
+	httpWG        sync.WaitGroup   // their serveSession goroutines
+	tokens        *loopback.Tokens // the TCP listener's; nil without one
+	httpAddr      string           // where the TCP listener listens; "" without one
+	httpWanted    string           // the configured address, when it was taken and httpAddr is another
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -169,7 +172,7 @@ type Server struct {
 // New returns a Server for cfg. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session),
+	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), stopRequested: make(chan struct{}),
 		http: httpSessions{m: make(map[string]*httpSession), byClient: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
 	s.ws.home = cfg.Home
@@ -192,7 +195,7 @@ func New(cfg Config) *Server {
 	s.api = localapi.New(localapi.Config{
 		Runs: s.runs, Status: s.Status, Workspace: s.openWorkspace, RestartUpstream: s.restartUpstream,
 		RotateToken: s.rotateToken, Trusted: onSocket, MaxFileBytes: cfg.MaxReadBytes, WriteTimeout: cfg.WriteTimeout, Log: cfg.Log,
-		Apps: s.externalApps,
+		Apps: s.externalApps, Shutdown: s.requestStop,
 	})
 	return s
 }
@@ -262,6 +265,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 	select {
 	case <-ctx.Done():
+	case <-s.stopRequested:
+		s.log.Info("flyd asked to stop through its socket")
 	case err = <-serveErr:
 		err = fmt.Errorf("serve: %w", err)
 	}
@@ -422,6 +427,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("session failed", logSession, sess.id, logErr, err)
 	}
 }
+
+// requestStop makes Run stop as if its context were cancelled.
+func (s *Server) requestStop() { s.stopOnce.Do(func() { close(s.stopRequested) }) }
 
 // ServeTransport serves one MCP session over t, bound to the workspace
 // of dir (opened as for any client, released when the session ends), and

@@ -42,6 +42,8 @@ type Config struct {
 	// Trusted reports whether a request comes from a peer checked to be
 	// this user (the Unix socket): only such a peer may rotate the token.
 	Trusted func(r *http.Request) bool
+	// Shutdown asks flyd to stop, as SIGTERM does; it returns at once.
+	Shutdown func()
 	// Apps lists the apps found outside fly, of a workspace root ("" for
 	// all); nil for none.
 	Apps func(root string) []wire.App
@@ -81,6 +83,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+wire.RouteGrep, a.grep)
 	mux.HandleFunc("POST "+wire.RouteUpstreams+"{name}/restart", a.restartUpstream)
 	mux.HandleFunc("POST "+wire.RouteTokenRotate, a.rotateToken)
+	mux.HandleFunc("POST "+wire.RouteShutdown, a.shutdown)
 	mux.HandleFunc("GET "+wire.RouteRuns, a.route(a.list))
 	mux.HandleFunc("GET "+wire.RouteRun, a.route(a.get))
 	mux.HandleFunc("POST "+wire.RouteRunStop, a.route(a.stop))

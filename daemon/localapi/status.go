@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/fly-dev/fly/daemon/index"
@@ -53,6 +54,21 @@ func (a *API) rotateToken(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"token": tok})
+}
+
+// shutdown answers POST /v1/shutdown: flyd stops as it does on SIGTERM
+// (Windows has no SIGTERM for a windowless process). Only a peer on the
+// socket may ask: a holder of the loopback token could otherwise stop
+// every agent's runs.
+func (a *API) shutdown(w http.ResponseWriter, r *http.Request) {
+	if !a.cfg.Trusted(r) {
+		http.Error(w, "stop flyd through the socket (flyctl daemon stop)", http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]int{"pid": os.Getpid()})
+	a.cfg.Shutdown()
 }
 
 // grep answers GET /v1/grep?workspace=DIR&pattern=…: files_grep for

@@ -92,10 +92,11 @@ func (p *Flyd) ready(lc *localclient.Client) error {
 	return nil
 }
 
-// Stop sends SIGTERM and waits for a clean exit that removed the socket,
-// unless Kill killed it first. It may be called more than once.
+// Stop asks flyd to stop (SIGTERM; on Windows through its pipe) and
+// waits for a clean exit that removed the socket, unless Kill killed it
+// first. It may be called more than once.
 func (p *Flyd) Stop(t testing.TB) {
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	_ = askToStop(p.Cmd, p.socket)
 	select {
 	case err := <-p.done:
 		p.done <- err

@@ -274,6 +274,18 @@ func (c *Client) RestartUpstream(ctx context.Context, name string) (int, error) 
 	return res.Restarted, nil
 }
 
+// Shutdown asks flyd to stop (its runs stop with it) and returns its pid
+// once flyd has accepted; flyd is then stopping, not yet gone.
+func (c *Client) Shutdown(ctx context.Context) (int, error) {
+	var res struct {
+		PID int `json:"pid"`
+	}
+	if err := c.call(ctx, http.MethodPost, wire.RouteShutdown, nil, &res); err != nil {
+		return 0, err
+	}
+	return res.PID, nil
+}
+
 // RotateToken is POST RouteTokenRotate: flyd replaces its loopback
 // listener's token and returns the new one.
 func (c *Client) RotateToken(ctx context.Context) (string, error) {

@@ -65,6 +65,10 @@ const (
 	// RouteTokenRotate (POST, socket only) replaces the TCP listener's
 	// token and returns {"token": ...}.
 	RouteTokenRotate = "/v1/token/rotate"
+	// RouteShutdown (POST, socket only) asks flyd to stop as SIGTERM
+	// does: its runs are stopped and it exits. It answers 202 with
+	// {"pid": N} before it stops.
+	RouteShutdown = "/v1/shutdown"
 	// RouteStreamable is MCP Streamable HTTP (?workspace=/abs/path).
 	RouteStreamable = "/mcp"
 	ContentNDJSON   = "application/x-ndjson"
