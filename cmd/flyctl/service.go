@@ -99,7 +99,7 @@ type serviceCmd struct {
 	// manager; see runKeyManager.
 	runKey    runKey                                     // HKCU's Run key
 	startFlyd func(argv, env []string, log string) error // starts flyd detached, its output appended to log
-	endFlyd   func(ctx context.Context, pid int) error   // ends flyd pid, once sure it is flyd, and waits for its end
+	endFlyd   func(ctx context.Context, getenv func(string) string, pid int) error // asks flyd pid to stop (else ends it), once sure it is flyd, and waits for its end
 }
 
 // newServiceCmd is flyctl service on this machine, for the call c.

@@ -87,7 +87,9 @@ func (c *serviceCmd) runKeyManager(p servicePlatform, cfg *service.Config) (serv
 		log:     p.log,
 		ping:    c.ping,
 		start:   c.startFlyd,
-		end:     c.endFlyd,
+		end: func(ctx context.Context, pid int) error {
+			return c.endFlyd(ctx, c.getenv, pid)
+		},
 	}, nil
 }
 

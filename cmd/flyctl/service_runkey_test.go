@@ -91,7 +91,7 @@ func newRunKeySvcTest(t *testing.T) *runKeySvcTest {
 		s.fly.env, s.fly.log = env, log
 		return nil
 	}
-	s.endFlyd = func(_ context.Context, pid int) error {
+	s.endFlyd = func(_ context.Context, _ func(string) string, pid int) error {
 		if pid != s.fly.pid {
 			t.Errorf("endFlyd(%d), want the pid that answers, %d", pid, s.fly.pid)
 		}

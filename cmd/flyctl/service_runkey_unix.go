@@ -20,4 +20,4 @@ func (noRunKey) get(string) (string, error)    { return "", errRunKeyWindows }
 func (noRunKey) set(string, string) error      { return errRunKeyWindows }
 func (noRunKey) remove(string) error           { return errRunKeyWindows }
 func (noRunKey) disabled(string) (bool, error) { return false, errRunKeyWindows }
-func endFlyd(context.Context, int) error       { return errRunKeyWindows }
+func endFlyd(context.Context, func(string) string, int) error { return errRunKeyWindows }

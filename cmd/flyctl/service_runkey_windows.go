@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/proc"
@@ -97,10 +98,11 @@ func (k hkcuKey) disabled(name string) (bool, error) {
 
 // endFlyd ends process pid, which the flyd answering on the socket gave
 // as its own, once it has made sure that pid is a flyd.exe of this
-// user's; and waits until it has ended. Windows has no request to end
-// that a process without a window receives (proc.Terminate ends it at
-// once), and flyd has no local API call to stop itself.
-func endFlyd(ctx context.Context, pid int) error {
+// user's; and waits until it has ended. It asks flyd to stop through its
+// pipe first (POST /v1/shutdown: its runs stop cleanly); only a flyd that
+// has not ended within stopGrace is terminated (Windows has no request to
+// end that a process without a window receives).
+func endFlyd(ctx context.Context, getenv func(string) string, pid int) error {
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION|windows.SYNCHRONIZE, false, uint32(pid))
 	if errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
 		return nil // it has ended
@@ -121,6 +123,17 @@ func endFlyd(ctx context.Context, pid int) error {
 	if !owner.Current().Runs(pid) {
 		return fmt.Errorf("stop flyd: process %d (%s) is not yours; not ending it", pid, image)
 	}
+	if lc, err := newClient(getenv); err == nil {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, serr := lc.Shutdown(sctx)
+		cancel()
+		lc.CloseIdleConnections()
+		if serr == nil {
+			if ev, err := windows.WaitForSingleObject(h, uint32(stopGrace.Milliseconds())); err == nil && ev == windows.WAIT_OBJECT_0 {
+				return nil
+			}
+		}
+	}
 	if err := proc.SignalProcess(pid, proc.Terminate); err != nil {
 		return fmt.Errorf("stop flyd: %w", err)
 	}
@@ -136,6 +149,10 @@ func endFlyd(ctx context.Context, pid int) error {
 		}
 	}
 }
+
+// stopGrace is how long a flyd asked to stop may take before it is
+// terminated: its runs' own grace, and then some.
+const stopGrace = 30 * time.Second
 
 // imageName is the path of the program process h runs.
 func imageName(h windows.Handle) (string, error) {

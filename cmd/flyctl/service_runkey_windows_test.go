@@ -109,11 +109,11 @@ func TestHKCUKey(t *testing.T) {
 // TestEndFlydRefuses: endFlyd ends nothing but a flyd.exe, and a process
 // that has ended is no error.
 func TestEndFlydRefuses(t *testing.T) {
-	err := endFlyd(context.Background(), os.Getpid())
+	err := endFlyd(context.Background(), os.Getenv, os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), "not flyd; not ending it") {
 		t.Errorf("endFlyd(this test's pid) = %v, want a refusal", err)
 	}
-	if err := endFlyd(context.Background(), 0x7ffffff0); err != nil {
+	if err := endFlyd(context.Background(), os.Getenv, 0x7ffffff0); err != nil {
 		t.Errorf("endFlyd(a pid that is no process) = %v, want nil", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestServiceRunKeyWindows(t *testing.T) {
 	ctx := context.Background()
 	t.Cleanup(func() {
 		if pid, err := c.ping(ctx); err == nil {
-			endFlyd(ctx, pid)
+			endFlyd(ctx, c.getenv, pid)
 		}
 	})
 	step := func(args ...string) {
