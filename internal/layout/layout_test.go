@@ -54,6 +54,8 @@ var rules = []struct {
 	{mod + "/daemon/inspect", []string{mod + "/daemon", goSDK, websocket, mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
 	// Parsing and keeping an app's errors needs no connection, run or store.
 	{mod + "/daemon/apperrors", []string{mod + "/daemon", goSDK, websocket, mod + "/store", bbolt, mod + "/cmd", mod + "/shim", pflag, kardianos}},
+	// Reading the login environment needs nothing of the daemon.
+	{mod + "/daemon/loginenv", []string{"=" + mod + "/daemon", goSDK, websocket, mod + "/store", bbolt, mod + "/daemon/runs"}},
 	{mod + "/cmd/flyd", []string{mod + "/shim"}},
 	{mod + "/cmd/flyctl", []string{mod + "/daemon", mod + "/store", bbolt}},
 }

@@ -1,0 +1,72 @@
+//go:build unix
+
+package loginenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// marker brackets the environment in the shell's output: rc files may
+// print (a banner, a warning) before and after.
+const marker = "--fly-login-env-4c1e9b--"
+
+// read runs the user's shell as an interactive login shell, detached
+// from any terminal, and has it print its environment between markers.
+func read(ctx context.Context, getenv func(string) string) (Env, error) {
+	shell := getenv("SHELL")
+	if !filepath.IsAbs(shell) {
+		shell = "/bin/sh"
+	}
+	script := `printf '%s' "$1"; env -0; printf '%s' "$1"`
+	cmd := exec.CommandContext(ctx, shell, "-i", "-l", "-c", script, "fly-login-env", marker)
+	cmd.Stdin = nil // /dev/null: an rc file that reads gets EOF
+	var out bytes.Buffer
+	cmd.Stdout = &limited{w: &out, n: MaxBytes}
+	cmd.Stderr = io.Discard
+	// A session of its own: no controlling terminal for an interactive
+	// shell to take over, and the timeout's kill reaches its children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil && ctx.Err() != nil {
+		return Env{}, fmt.Errorf("read the login environment (%s -il): %w", shell, ctx.Err())
+	} else if err != nil && out.Len() == 0 {
+		return Env{}, fmt.Errorf("read the login environment (%s -il): %w", shell, err)
+	}
+	b := out.Bytes()
+	start := bytes.Index(b, []byte(marker))
+	end := bytes.LastIndex(b, []byte(marker))
+	if start < 0 || end <= start {
+		return Env{}, fmt.Errorf("read the login environment (%s -il): %w", shell, errNoVars)
+	}
+	vars := parse(b[start+len(marker) : end])
+	if len(vars) == 0 {
+		return Env{}, fmt.Errorf("read the login environment (%s -il): %w", shell, errNoVars)
+	}
+	return Env{Vars: vars, Source: "the login shell " + shell + " -il"}, nil
+}
+
+// limited writes at most n bytes to w and drops the rest.
+type limited struct {
+	w io.Writer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	k := min(len(p), l.n)
+	if k > 0 {
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
+
+func fold(k string) string      { return k }
+func extraNameRune(c rune) bool { return false }

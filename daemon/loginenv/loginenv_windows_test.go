@@ -1,0 +1,5 @@
+package loginenv
+
+import "os"
+
+var getenvOS = os.Getenv
