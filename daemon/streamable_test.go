@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/ipc"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 )
@@ -54,7 +55,14 @@ func runServer(t *testing.T, cfg Config) (s *Server, hc *http.Client, u string) 
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	root := t.TempDir()
 	flytest.WriteTree(t, root, map[string]string{"pubspec.yaml": "name: a\n"})
-	cfg.Paths = flypaths.Paths{Socket: filepath.Join(dir, "run", "flyd.sock"), StateDir: filepath.Join(dir, "state")}
+	// As flyd resolves them: on Windows the socket path names a pipe.
+	p, err := flypaths.Resolve(func(k string) string {
+		return map[string]string{flypaths.EnvSocket: filepath.Join(dir, "run", "flyd.sock"), flypaths.EnvStateDir: filepath.Join(dir, "state")}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Paths = flypaths.Paths{Socket: p.Socket, StateDir: p.StateDir}
 	s = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -66,12 +74,11 @@ func runServer(t *testing.T, cfg Config) (s *Server, hc *http.Client, u string) 
 		}
 	})
 	hc = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", cfg.Paths.Socket)
+		return ipc.Dial(ctx, cfg.Paths.Socket)
 	}}}
 	t.Cleanup(hc.CloseIdleConnections)
 	flytest.Eventually(t, "flyd listening", func() bool {
-		c, err := net.Dial("unix", cfg.Paths.Socket)
+		c, err := ipc.Dial(context.Background(), cfg.Paths.Socket)
 		if err == nil {
 			c.Close()
 		}

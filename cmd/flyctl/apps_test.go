@@ -11,6 +11,7 @@ import (
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/proc"
 )
 
 // TestAppsAndScreenshot: flyctl apps lists an app an IDE runs in a
@@ -27,10 +28,17 @@ func TestAppsAndScreenshot(t *testing.T) {
 	ide.Dir = root
 	ide.Env = append(append([]string(nil), e.Vars...), fakeflutter.EnvDTD+"=1", fakeflutter.EnvTickMS+"=0", "DASH__IDE_NAME=Android Studio")
 	stdin, _ := ide.StdinPipe()
-	if err := ide.Start(); err != nil {
+	// In a group of its own, ended as a whole: on Windows flutter is a
+	// batch file, and the app is cmd.exe's child.
+	if err := proc.StartGroup(ide); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); ide.Process.Kill(); ide.Wait() })
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = proc.SignalGroup(ide.Process.Pid, proc.Kill)
+		ide.Wait()
+		proc.Release(ide.Process.Pid)
+	})
 	var out string
 	flytest.Eventually(t, "the IDE's app in flyctl apps", func() bool {
 		out, _, _ = flyctl(t, e.Getenv, "apps")

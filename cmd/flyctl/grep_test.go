@@ -12,8 +12,10 @@ import (
 // TestGrep searches a project through a real flyd, as a person would.
 func TestGrep(t *testing.T) {
 	e := flytest.NewEnv(t)
-	flytest.StartFlyd(t, e)
+	// Made before flyd starts, so that flyd stops before it is removed: on
+	// Windows a folder flyd serves cannot be removed (docs/windows.md).
 	root := t.TempDir()
+	flytest.StartFlyd(t, e)
 	for p, c := range map[string]string{
 		"pubspec.yaml":       "name: app\n",
 		"lib/main.dart":      "void main() {\n  runApp(const App());\n}\n",

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fly-dev/fly/internal/paths"
 )
 
 // helpEnv is a fixed environment, so that the paths a help page names
@@ -55,8 +58,25 @@ func TestHelpPages(t *testing.T) {
 		if !strings.Contains(stdout.String(), "Usage:\n  flyctl ") {
 			t.Errorf("flyctl %q has no synopsis:\n%s", args, &stdout)
 		}
-		checkGolden(t, "help/"+name+".golden", stdout.String())
+		checkGolden(t, "help/"+name+".golden", helpPaths(t, stdout.String()))
 	}
+}
+
+// helpPaths writes the files a page names (under helpEnv's paths, made
+// absolute on this OS: Z:\home\dev\... on Windows) as Unix spells them,
+// so that the goldens are the same on every OS. On Unix it changes
+// nothing.
+func helpPaths(t *testing.T, page string) string {
+	t.Helper()
+	p, err := paths.Resolve(helpEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	for _, f := range []string{p.Token(), p.HTTPAddr(), p.Upstreams()} {
+		pairs = append(pairs, f, filepath.ToSlash(strings.TrimPrefix(f, filepath.VolumeName(f))))
+	}
+	return strings.NewReplacer(pairs...).Replace(page)
 }
 
 // TestCommandLines: how the table reads a command line: a group without

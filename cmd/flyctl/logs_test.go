@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -164,9 +164,9 @@ func TestFollowSurvivesDroppedConnections(t *testing.T) {
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
-	proxy := newUnixProxy(t, filepath.Join(e.Dir, "proxy.sock"), e.Paths.Socket)
 	viaProxy := *e
-	viaProxy.Paths.Socket = filepath.Join(e.Dir, "proxy.sock")
+	viaProxy.Paths.Socket = endpointOf(t, filepath.Join(e.Dir, "proxy.sock"))
+	proxy := newEndpointProxy(t, viaProxy.Paths.Socket, e.Paths.Socket)
 	f := startFollow(t, viaProxy.Getenv, id, "-f", "-o", "json", "-n", "3")
 	f.waitLines(t, "tick", 5)
 	proxy.drop()
@@ -384,7 +384,7 @@ func scriptEntry(seq int, text string) string {
 func serveScript(t *testing.T, e *flytest.Env, s *scriptedFlyd) {
 	t.Helper()
 	os.MkdirAll(filepath.Dir(e.Paths.Socket), 0o700)
-	ln, err := net.Listen("unix", e.Paths.Socket)
+	ln, err := ipc.Listen(e.Paths.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}

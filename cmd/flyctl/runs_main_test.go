@@ -20,6 +20,8 @@ import (
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/fakeupstream"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/ipc"
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -261,9 +263,23 @@ func (n *normalizer) apply(s string) string {
 	return reTrailing.ReplaceAllString(s, "")
 }
 
-// unixProxy forwards connections from its own socket to flyd's, and can
-// cut them all: a dropped connection without a daemon restart.
-type unixProxy struct {
+// endpointOf is the endpoint that FLY_SOCKET=path names, as flyd,
+// flyctl and the shim resolve it: the socket path itself, or on Windows
+// a pipe of its own.
+func endpointOf(t testing.TB, path string) string {
+	t.Helper()
+	p, err := paths.Resolve(func(k string) string {
+		return map[string]string{paths.EnvSocket: path, paths.EnvStateDir: filepath.Dir(path)}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Socket
+}
+
+// endpointProxy forwards connections from its own endpoint to flyd's,
+// and can cut them all: a dropped connection without a daemon restart.
+type endpointProxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
@@ -271,14 +287,15 @@ type unixProxy struct {
 	wg     sync.WaitGroup
 }
 
-// newUnixProxy listens on path and forwards to target until Cleanup.
-func newUnixProxy(t testing.TB, path, target string) *unixProxy {
+// newEndpointProxy listens on the endpoint name and forwards to target
+// until Cleanup.
+func newEndpointProxy(t testing.TB, name, target string) *endpointProxy {
 	t.Helper()
-	ln, err := net.Listen("unix", path)
+	ln, err := ipc.Listen(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &unixProxy{ln: ln, target: target}
+	p := &endpointProxy{ln: ln, target: target}
 	p.wg.Add(1)
 	go p.serve() // owned by p: waited for in Cleanup
 	t.Cleanup(func() {
@@ -289,14 +306,14 @@ func newUnixProxy(t testing.TB, path, target string) *unixProxy {
 	return p
 }
 
-func (p *unixProxy) serve() {
+func (p *endpointProxy) serve() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
 		}
-		up, err := net.Dial("unix", p.target)
+		up, err := ipc.Dial(context.Background(), p.target)
 		if err != nil {
 			c.Close()
 			continue
@@ -310,7 +327,7 @@ func (p *unixProxy) serve() {
 	}
 }
 
-func (p *unixProxy) pipe(dst, src net.Conn) {
+func (p *endpointProxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
 	_, _ = io.Copy(dst, src)
 	dst.Close()
@@ -318,7 +335,7 @@ func (p *unixProxy) pipe(dst, src net.Conn) {
 }
 
 // drop cuts every connection the proxy carries.
-func (p *unixProxy) drop() {
+func (p *endpointProxy) drop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -42,6 +42,7 @@ func TestCLIAgainstFlyd(t *testing.T) {
 	n.add(id, "<RUN>")
 	n.add(root, "<ROOT>")
 	n.add(e.Paths.Socket, "<SOCKET>")
+	n.add(e.Paths.DB(), "<STATE>/fly.db") // with Windows's separator too
 	n.add(e.Paths.StateDir, "<STATE>")
 	if b, err := os.ReadFile(e.Paths.HTTPAddr()); err == nil {
 		n.add(strings.TrimSpace(string(b)), "<HTTP>")
@@ -198,7 +199,7 @@ func TestCLIVersionMismatch(t *testing.T) {
 	} {
 		e := flytest.NewEnv(t)
 		os.MkdirAll(filepath.Dir(e.Paths.Socket), 0o700)
-		ln, err := net.Listen("unix", e.Paths.Socket)
+		ln, err := ipc.Listen(e.Paths.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}

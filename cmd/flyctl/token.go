@@ -16,7 +16,7 @@ import (
 
 // tokenAbout is what flyctl token --help says the token is.
 const tokenAbout = `flyd's loopback HTTP listener (for HTTP MCP clients and the dashboard)
-needs a bearer token. It lives in ` + placeTokenFile + ` (mode 0600) and changes only when
+needs a bearer token. It lives in ` + placeTokenFile + ` (yours alone) and changes only when
 you rotate it: rotate when it may have leaked; every HTTP client then
 needs the new one. flyctl mcp and flyctl itself use the socket and need
 no token.`

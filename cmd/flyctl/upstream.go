@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/safetext"
 	"github.com/fly-dev/fly/internal/wire"
@@ -156,7 +156,9 @@ func cmdUpstreamAdd(_ context.Context, c *call, o *upstreamOptions) error {
 }
 
 // editUpstreams applies edit to the upstreams file and writes it back
-// (0600, its directory 0700), refusing a result flyd would refuse.
+// (0600, its directory 0700: on Windows a directory flyctl makes is the
+// user's alone, and the file takes its access list), refusing a result
+// flyd would refuse.
 func editUpstreams(file string, edit func(*mcpconfig.File) error) error {
 	f, err := mcpconfig.ReadFile(file)
 	if err != nil {
@@ -168,7 +170,7 @@ func editUpstreams(file string, edit func(*mcpconfig.File) error) error {
 	if _, err := mcpconfig.Upstreams(f); err != nil {
 		return fmt.Errorf("not written: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+	if err := owner.MkdirPrivate(filepath.Dir(file)); err != nil {
 		return err
 	}
 	return mcpconfig.WriteFile(file, f, 0o600)

@@ -14,6 +14,8 @@ import (
 	"github.com/fly-dev/fly/internal/fakeupstream"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/owner"
+	"github.com/fly-dev/fly/internal/wine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,9 +32,13 @@ func TestUpstreamAddListRemove(t *testing.T) {
 	if _, errs, code := flyctl(t, e.Getenv, "upstream", "add", "new", "--protocol", "2027-01-01", "--", "x"); code != 1 || !strings.Contains(errs, `protocol "2027-01-01"`) {
 		t.Fatalf("an unknown protocol exited %d: %s", code, errs)
 	}
-	fi, err := os.Stat(e.Paths.Upstreams())
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("upstreams.json: %v, mode %v; want 0600", err, fi.Mode())
+	fi, err := os.Lstat(e.Paths.Upstreams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wine keeps no access list on a file: there no file is the user's alone.
+	if ok, err := owner.Secret(e.Paths.Upstreams(), fi); !wine.Detected() && (err != nil || !ok) {
+		t.Fatalf("upstreams.json: owner.Secret = %v, %v (mode %v); want it the user's alone", ok, err, fi.Mode())
 	}
 	f, err := mcpconfig.ReadFile(e.Paths.Upstreams())
 	if err != nil || len(f.Servers) != 2 || f.Servers[0].Env["A"] != "b" || strings.Join(f.Servers[0].Args, " ") != "mcp-server --force-roots-fallback" || f.Servers[1].Protocol != "2025-11-25" {

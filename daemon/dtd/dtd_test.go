@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fly-dev/fly/internal/owner"
+	"github.com/fly-dev/fly/internal/wine"
 	"go.uber.org/goleak"
 )
 
@@ -24,11 +26,12 @@ func write(t *testing.T, dir, name string, v any) {
 	}
 }
 
-// deadPID is the pid of a process that has ended.
+// deadPID is the pid of a process that has ended: this test binary,
+// run again with no test to run.
 func deadPID(t *testing.T) int {
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
 	return cmd.Process.Pid
 }
@@ -39,18 +42,17 @@ func deadPID(t *testing.T) int {
 func TestRead(t *testing.T) {
 	dir := t.TempDir()
 	live := os.Getpid()
-	good := map[string]any{"wsUri": "ws://127.0.0.1:5000/abc=", "epoch": 1, "pid": live, "dartVersion": "3.9", "workspaceRoot": "/home/u/app", "ideName": "VS Code"}
+	app, err := filepath.Abs(filepath.FromSlash("/home/u/app")) // on Windows, on this drive
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]any{"wsUri": "ws://127.0.0.1:5000/abc=", "epoch": 1, "pid": live, "dartVersion": "3.9", "workspaceRoot": app, "ideName": "VS Code"}
 	write(t, dir, "100", good)
-	write(t, dir, "101", map[string]any{"wsUri": "ws://10.1.2.3:5000/abc=", "pid": live, "workspaceRoot": "/home/u/app"})
-	write(t, dir, "102", map[string]any{"wsUri": "ws://127.0.0.1:5000/abc=", "pid": deadPID(t), "workspaceRoot": "/home/u/app"})
+	write(t, dir, "101", map[string]any{"wsUri": "ws://10.1.2.3:5000/abc=", "pid": live, "workspaceRoot": app})
+	write(t, dir, "102", map[string]any{"wsUri": "ws://127.0.0.1:5000/abc=", "pid": deadPID(t), "workspaceRoot": app})
 	write(t, dir, "103", map[string]any{"wsUri": "ws://127.0.0.1:5000/abc=", "pid": live, "workspaceRoot": "relative/app"})
 	os.WriteFile(filepath.Join(dir, "104"), []byte(strings.Repeat(" ", maxFile+1)), 0o600)
 	os.WriteFile(filepath.Join(dir, "105"), []byte("{not json"), 0o600)
-	outside := filepath.Join(t.TempDir(), "real")
-	b, _ := json.Marshal(good)
-	os.WriteFile(outside, b, 0o600)
-	os.Symlink(outside, filepath.Join(dir, "106"))
-	os.Symlink("100", filepath.Join(dir, "107")) // a symlink inside the directory is refused too
 	os.Mkdir(filepath.Join(dir, "108"), 0o700)
 	write(t, dir, "notapid", good)
 
@@ -60,10 +62,10 @@ func TestRead(t *testing.T) {
 	}
 	defer root.Close()
 	in, err := Read(root, "100", owner.Current())
-	if err != nil || in.WSURI != "ws://127.0.0.1:5000/abc=" || in.WorkspaceRoot != "/home/u/app" || in.IDEName != "VS Code" || in.PID != live {
+	if err != nil || in.WSURI != "ws://127.0.0.1:5000/abc=" || in.WorkspaceRoot != app || in.IDEName != "VS Code" || in.PID != live {
 		t.Errorf("Read(good) = %+v, %v", in, err)
 	}
-	for name, want := range map[string]error{"102": ErrStale, "106": ErrNotRegular, "107": ErrNotRegular, "108": ErrNotRegular} {
+	for name, want := range map[string]error{"102": ErrStale, "108": ErrNotRegular} {
 		if _, err := Read(root, name, owner.Current()); !errors.Is(err, want) {
 			t.Errorf("Read(%s) = %v, want %v", name, err, want)
 		}
@@ -73,10 +75,30 @@ func TestRead(t *testing.T) {
 			t.Errorf("Read(%s) = %+v, want an error", name, in)
 		}
 	}
-	// Another user's file (this test cannot chown: it asks as another uid).
+	// Another user's file (this test cannot chown: it asks as another user).
 	if _, err := Read(root, "100", anotherUser()); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("Read(another user's) = %v, want ErrNotOwned", err)
 	}
+
+	t.Run("symlinks", func(t *testing.T) {
+		wine.SkipUnder(t, "Wine 8's CreateSymbolicLink succeeds and makes no link")
+		outside := filepath.Join(t.TempDir(), "real")
+		b, _ := json.Marshal(good)
+		os.WriteFile(outside, b, 0o600)
+		for name, target := range map[string]string{
+			"106": outside,
+			"107": "100", // a symlink inside the directory is refused too
+		} {
+			if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+				t.Skipf("cannot make a symlink here: %v", err) // Windows, without the right to
+			}
+		}
+		for _, name := range []string{"106", "107"} {
+			if _, err := Read(root, name, owner.Current()); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("Read(%s) = %v, want %v", name, err, ErrNotRegular)
+			}
+		}
+	})
 }
 
 func FuzzRead(f *testing.F) {
@@ -97,14 +119,24 @@ func FuzzRead(f *testing.F) {
 	})
 }
 
+// TestDir: where DTDs write their files, per OS (cli_util's
+// BaseDirectories('Dart').stateHome), unless DART_DATA_HOME says.
 func TestDir(t *testing.T) {
-	env := map[string]string{"HOME": "/home/u"}
+	home, local := filepath.FromSlash("/home/u"), filepath.FromSlash("/home/u/AppData/Local")
+	env := map[string]string{"HOME": home, "LOCALAPPDATA": local}
 	get := func(k string) string { return env[k] }
-	if d := Dir(get); d != "/home/u/.local/state/Dart/dtd" && d != "/home/u/Library/Application Support/Dart/dtd" {
-		t.Errorf("Dir = %s", d)
+	want := map[string]string{
+		"darwin":  filepath.Join(home, "Library", "Application Support", "Dart", "dtd"),
+		"windows": filepath.Join(local, "Dart", "dtd"),
+	}[runtime.GOOS]
+	if want == "" {
+		want = filepath.Join(home, ".local", "state", "Dart", "dtd")
 	}
-	env["DART_DATA_HOME"] = "/data"
-	if d := Dir(get); d != "/data/dtd" {
-		t.Errorf("Dir with DART_DATA_HOME = %s", d)
+	if d := Dir(get); d != want {
+		t.Errorf("Dir = %s, want %s", d, want)
+	}
+	env["DART_DATA_HOME"] = filepath.FromSlash("/data")
+	if d, want := Dir(get), filepath.Join(env["DART_DATA_HOME"], "dtd"); d != want {
+		t.Errorf("Dir with DART_DATA_HOME = %s, want %s", d, want)
 	}
 }

@@ -82,7 +82,10 @@ func Read(dir *os.Root, name string, user owner.User) (Info, error) {
 	if !st.Mode().IsRegular() || !os.SameFile(st, fi) {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrNotRegular)
 	}
-	if mine, err := user.Owns(name, st); err != nil || !mine {
+	// By its full path: on Windows the owner is read by path (st alone
+	// does not say it). The directory is the user's, and no one else may
+	// write it (private), so nobody can swap the file in between.
+	if mine, err := user.Owns(filepath.Join(dir.Name(), name), st); err != nil || !mine {
 		return Info{}, fmt.Errorf("%s: %w", name, ErrNotOwned)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))

@@ -2,6 +2,6 @@ package dtd
 
 import "github.com/fly-dev/fly/internal/owner"
 
-// anotherUser: on Windows no file counts as the user's yet (see
-// internal/owner), so any user is another.
-func anotherUser() owner.User { return owner.Current() }
+// anotherUser is a user that is not this process's: a SID of a domain
+// and user that no machine has.
+func anotherUser() owner.User { return owner.SID("S-1-5-21-1-2-3-4242") }

@@ -17,6 +17,8 @@ import (
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
+	"github.com/fly-dev/fly/internal/ipc"
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
 )
@@ -42,9 +44,10 @@ type serverConfig struct {
 }
 
 // newAPIServer starts the API for cfg (its Flutter is the fake) with a
-// store opened with opts. With unix set it listens on a Unix socket, as
-// flyd does, whose small buffers make a stalled reader stall quickly;
-// else on loopback TCP. Cleanup stops every run, then the server.
+// store opened with opts. With unix set it listens on flyd's kind of
+// local endpoint (a Unix socket, a named pipe on Windows), whose small
+// buffers make a stalled reader stall quickly; else on loopback TCP.
+// Cleanup stops every run, then the server.
 func newAPIServer(t testing.TB, cfg serverConfig, opts store.Options, unix bool) *apiServer {
 	t.Helper()
 	flutter, err := fakeflutter.Install(t.TempDir())
@@ -88,8 +91,13 @@ func newAPIServer(t testing.TB, cfg serverConfig, opts store.Options, unix bool)
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
-		sock := filepath.Join(dir, "s.sock")
-		ln, err := net.Listen("unix", sock)
+		p, err := paths.Resolve(func(k string) string { // on Windows the socket path names a pipe
+			return map[string]string{paths.EnvSocket: filepath.Join(dir, "s.sock"), paths.EnvStateDir: dir}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := ipc.Listen(p.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,8 +106,7 @@ func newAPIServer(t testing.TB, cfg serverConfig, opts store.Options, unix bool)
 		hs.Start()
 		a.url = "http://flyd"
 		a.c = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
+			return ipc.Dial(ctx, p.Socket)
 		}}}
 	} else {
 		hs.Start()

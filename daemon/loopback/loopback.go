@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/wire"
@@ -48,7 +46,7 @@ func Listen(addr string) (ln net.Listener, note string, err error) {
 		return nil, "", err
 	}
 	ln, err = net.Listen("tcp", addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
+	if addrInUse(err) {
 		host, _, _ := net.SplitHostPort(addr)
 		ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err == nil {
@@ -102,7 +100,13 @@ func (t *Tokens) Rotate() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write token: %w", err)
 	}
-	_, werr := f.WriteString(tok + "\n")
+	// The user's alone before the token is in it: on Windows the mode
+	// above means nothing, and the file would take the directory's
+	// access list.
+	werr := owner.Restrict(tmp)
+	if werr == nil {
+		_, werr = f.WriteString(tok + "\n")
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeupstream"
+	"github.com/fly-dev/fly/internal/fileuri"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -211,7 +211,7 @@ func TestUpstreamSharedPerWorkspace(t *testing.T) {
 	}
 	for ws, c := range map[string]*upClient{wsA: a2, wsB: b1} {
 		root, _ := filepath.EvalSymlinks(ws)
-		want := (&url.URL{Scheme: "file", Path: root}).String()
+		want := fileuri.FromPath(root)
 		if got := callText(t, c, "fake_roots", nil); got != `{"items":["`+want+`"]}` {
 			t.Fatalf("roots = %s, want [%s]", got, want)
 		}
@@ -523,7 +523,7 @@ func TestUpstreamListChangedAndGlobal(t *testing.T) {
 	got := callText(t, b, "fake_roots", nil)
 	for _, ws := range []string{wsA, wsB} {
 		root, _ := filepath.EvalSymlinks(ws)
-		if !strings.Contains(got, (&url.URL{Scheme: "file", Path: root}).String()) {
+		if !strings.Contains(got, fileuri.FromPath(root)) {
 			t.Fatalf("roots = %s; want both workspaces", got)
 		}
 	}
@@ -563,7 +563,7 @@ func TestUpstreamSilentDoesNotDelayLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{
-		"silent": map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo waking up, slowly >&2; exec sleep 100000"}},
+		"silent": map[string]any{"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{"FLY_TEST_HELPER": "silent"}},
 		"fake": map[string]any{"command": exe, "args": []string{"-test.run=^$"},
 			"env": map[string]string{"FLY_TEST_HELPER": "upstream", fakeupstream.EnvDir: dir, fakeupstream.EnvGate: gate}},
 	}}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/fakeupstream"
+	"github.com/fly-dev/fly/internal/fileuri"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -132,7 +133,7 @@ func TestUpstreamModernEra(t *testing.T) {
 		t.Fatalf("fake_sample for the handshake-era client = %s", got)
 	}
 	root, _ := filepath.EvalSymlinks(ws)
-	if got, want := callText(t, legacy, "fake_roots", nil), (&url.URL{Scheme: "file", Path: root}).String(); got != `{"items":["`+want+`"]}` {
+	if got, want := callText(t, legacy, "fake_roots", nil), fileuri.FromPath(root); got != `{"items":["`+want+`"]}` {
 		t.Fatalf("fake_roots for the handshake-era client = %s, want the workspace %s", got, want)
 	}
 	if got := promptText(t, legacy.cs, "fake_confirm"); got != "confirmed: decline" {

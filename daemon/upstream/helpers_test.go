@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/fly-dev/fly/internal/fakeupstream"
 	"github.com/fly-dev/fly/internal/flytest"
@@ -13,13 +14,18 @@ import (
 )
 
 // The end-to-end tests of upstreams run the real flyd and shim; the fake
-// upstream is this test binary, run again as FLY_TEST_HELPER=upstream.
+// upstream is this test binary, run again as FLY_TEST_HELPER=upstream
+// (or =silent, for one that never answers).
 func TestMain(m *testing.M) {
 	switch os.Getenv("FLY_TEST_HELPER") {
 	case "upstream":
 		os.Exit(fakeupstream.Main(os.Getenv))
 	case "upstream-child":
 		os.Exit(fakeupstream.Child())
+	case "silent": // an upstream that never answers: a line on stderr, then nothing
+		fmt.Fprintln(os.Stderr, "waking up, slowly")
+		time.Sleep(100000 * time.Second)
+		os.Exit(0)
 	}
 	before := goleak.IgnoreCurrent()
 	code := m.Run()

@@ -12,7 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/wine"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,7 +75,9 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(p, cache); err == nil || !strings.Contains(err.Error(), "servers a and a_b both give a tool named a_b_c") {
 		t.Fatalf("Load with colliding cached tools = %v", err)
 	}
-	write(`{"mcpServers":{"a":{"command":"x"}}}`, 0o666)
+	write(`{"mcpServers":{"a":{"command":"x"}}}`, 0o600)
+	wine.SkipUnder(t, "it keeps no access list on a file (it makes one up from the Unix mode, which no Windows call here changes): no file is writable by others")
+	flytest.LetOthersWrite(t, p)
 	if _, err := Load(p, nil); err == nil || !strings.Contains(err.Error(), "writable by others") {
 		t.Fatalf("Load of a world-writable file = %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -80,8 +81,14 @@ func TestListenDial(t *testing.T) {
 			}
 			// Nothing more comes: a read deadline ends the wait.
 			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-			if _, err := c.Read(got); !errors.Is(err, os.ErrDeadlineExceeded) {
+			_, err = c.Read(got)
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Errorf("client %d: read past its deadline = %v, want os.ErrDeadlineExceeded", i, err)
+			}
+			// As a net.Error that times out, which net/http asserts (not
+			// errors.As) to tell its own deadline from a dead connection.
+			if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+				t.Errorf("client %d: read past its deadline = %#v, want a net.Error that times out", i, err)
 			}
 		})
 	}

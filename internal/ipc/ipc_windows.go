@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -46,6 +47,35 @@ type pipeConn struct {
 
 func (c *pipeConn) LocalAddr() net.Addr  { return c.name }
 func (c *pipeConn) RemoteAddr() net.Addr { return c.name }
+
+func (c *pipeConn) Read(b []byte) (int, error) {
+	n, err := c.File.Read(b)
+	return n, c.opError("read", err)
+}
+
+func (c *pipeConn) Write(b []byte) (int, error) {
+	n, err := c.File.Write(b)
+	return n, c.opError("write", err)
+}
+
+// opError makes a failed read or write a *net.OpError, as a network
+// connection's is, where the File's is a *fs.PathError: net/http tells
+// the deadline it sets to stop its background read from a dead
+// connection only by a net.Error that times out, and cancels every
+// later request's context on a keep-alive connection otherwise. io.EOF
+// stays itself.
+func (c *pipeConn) opError(op string, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if pe, ok := err.(*fs.PathError); ok {
+		err = pe.Err
+	}
+	if errors.Is(err, os.ErrClosed) {
+		err = net.ErrClosed
+	}
+	return &net.OpError{Op: op, Net: "pipe", Source: c.name, Addr: c.name, Err: err}
+}
 
 // securityAttributes grants the user alone, and denies network logons.
 func securityAttributes() (*windows.SecurityAttributes, error) {
