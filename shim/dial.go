@@ -185,6 +185,9 @@ func (r *Relay) dial(ctx context.Context) (*conn, error) {
 		ws.Close(websocket.StatusPolicyViolation, "subprotocol "+wire.Subprotocol+" required")
 		return nil, fmt.Errorf("flyd at %s did not accept the WebSocket subprotocol %q", r.cfg.Socket, wire.Subprotocol)
 	}
+	if r.cfg.OnVersion != nil {
+		r.cfg.OnVersion(resp.Header.Get(wire.HeaderVersion))
+	}
 	ws.SetReadLimit(readLimit)
 	c := &conn{ws: ws}
 	if s := resp.Header.Get(wire.HeaderMaxMessage); s != "" {

@@ -115,6 +115,12 @@ type Config struct {
 	// start lock held and a context bounded by StartTimeout.
 	Start func(ctx context.Context) error
 
+	// OnVersion, if set, is called with the HeaderVersion value of each
+	// flyd the relay connects to that speaks its protocol (its release
+	// may be older or newer than this build's), so that flyctl can tell
+	// the user to restart an older one. It must not block for long.
+	OnVersion func(header string)
+
 	// Flyd is the argv that starts the daemon detached when none answers
 	// and Start did not bring one up, for example
 	// {"/usr/local/bin/flyd", "run"}. Nil means never start one this way.

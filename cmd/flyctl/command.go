@@ -74,11 +74,20 @@ type call struct {
 	// service is the machine flyctl service acts on: the real one
 	// unless a test put a fake here (see serviceCmd.run).
 	service *serviceCmd
+	// host is what setup, doctor and uninstall run on (see machine):
+	// the real machine unless a test put a fake here.
+	host *host
 }
 
-// client is a client of the flyd this environment names.
+// client is a client of the flyd this environment names. It tells the
+// user, once, when that flyd is older than this flyctl.
 func (c *call) client() (*localclient.Client, error) {
-	return newClient(c.getenv)
+	lc, err := newClient(c.getenv)
+	if err != nil {
+		return nil, err
+	}
+	lc.OnVersion(c.olderFlydNotice())
+	return lc, nil
 }
 
 // newClient is a client of the flyd on the socket getenv's environment

@@ -259,6 +259,38 @@ flyctl service status --json | jq -r .state`,
 flyctl service status`,
 			},
 			{
+				name:    "setup",
+				summary: "register fly in every MCP client here, and install the login service",
+				usage:   "flyctl setup [--client CLIENT]... [--workspace DIR] [--yes] [--dry-run] [--no-service]",
+				about:   setupAbout,
+				run:     handle(cmdSetup),
+				examples: `flyctl setup --dry-run
+flyctl setup
+flyctl setup --yes                                   # and share dart mcp-server through fly
+flyctl setup --client claude --workspace ~/src/my_app
+flyctl setup --client cursor --client codex --no-service`,
+			},
+			{
+				name:    "doctor",
+				summary: "check flyd, flutter, the clients' fly entries and the service",
+				usage:   "flyctl doctor [--json]",
+				about:   doctorAbout,
+				run:     handle(cmdDoctor),
+				examples: `flyctl doctor
+flyctl doctor --json | jq -r '.checks[] | select(.status == "fail") | .fix'`,
+			},
+			{
+				name:    "uninstall",
+				summary: "undo setup: the clients' fly entries, the service and (asked) the state",
+				usage:   "flyctl uninstall [--client CLIENT]... [--purge] [--dry-run]",
+				about:   uninstallAbout,
+				run:     handle(cmdUninstall),
+				examples: `flyctl uninstall --dry-run
+flyctl uninstall
+flyctl uninstall --purge
+flyctl uninstall --client vscode`,
+			},
+			{
 				name:    "version",
 				summary: "print flyctl's version",
 				usage:   "flyctl version",

@@ -156,6 +156,7 @@ func cmdMCP(ctx context.Context, c *call, o *mcpOptions) error {
 		Disable:          o.disable,
 		Start:            serviceStarter(getenv, flyd != ""),
 		Flyd:             argv,
+		OnVersion:        c.olderFlydNotice(),
 		StartTimeout:     o.startTimeout,
 		ReconnectTimeout: reconnect,
 		Stdin:            stdin,

@@ -36,6 +36,8 @@ type Client struct {
 
 	once sync.Once
 	http *http.Client
+
+	onVersion func(header string) // see OnVersion
 }
 
 // New returns a client of the flyd listening on socket. It connects only
@@ -59,6 +61,12 @@ func (c *Client) httpClient() *http.Client {
 	})
 	return c.http
 }
+
+// OnVersion makes the client call f with the HeaderVersion value of
+// every answer of a flyd of this protocol (f may see a release older or
+// newer than this build's, and tell the user). Call it before any other
+// method.
+func (c *Client) OnVersion(f func(header string)) { c.onVersion = f }
 
 // CloseIdleConnections closes the connections kept open for the next
 // call; a client used once and dropped calls it.
@@ -122,6 +130,9 @@ func (c *Client) send(ctx context.Context, method, route string, query url.Value
 		if err := wire.CheckPeer("flyctl", "flyd", resp.Header.Get(wire.HeaderVersion)); err != nil {
 			resp.Body.Close()
 			return nil, err
+		}
+		if c.onVersion != nil {
+			c.onVersion(resp.Header.Get(wire.HeaderVersion))
 		}
 	}
 	if resp.StatusCode/100 != 2 {
