@@ -31,17 +31,24 @@ type setupEnv struct {
 	log     string // the fake commands' argv
 	self    string // this flyctl
 	h       *host
+	// installed reports whether the service was installed: the fake
+	// manager was asked to, or (Windows) the Run key holds fly's value.
+	installed func() bool
 }
 
 func newSetupEnv(t *testing.T) *setupEnv {
 	t.Helper()
 	var s *svcTest
+	var installed func() bool
 	if runtime.GOOS == "windows" {
-		s = newRunKeySvcTest(t).svcTest
+		rk := newRunKeySvcTest(t)
+		s = rk.svcTest
+		installed = func() bool { _, err := rk.key.get("fly"); return err == nil }
 	} else {
 		s = newSvcTest(t, "linux")
+		installed = func() bool { return s.mgr != nil && slices.Contains(s.mgr.calls, "install") }
 	}
-	e := &setupEnv{svcTest: s, dir: filepath.Dir(s.home)}
+	e := &setupEnv{svcTest: s, dir: filepath.Dir(s.home), installed: installed}
 	var err error
 	// Setup writes flyctl's path with symlinks resolved (macOS's temp
 	// directory is under one).
@@ -319,7 +326,7 @@ func TestSetupEndToEnd(t *testing.T) {
 	if got, want := e.read(t, ".codeium/windsurf/mcp_config.json"), "{\r\n  \"mcpServers\": {\r\n    \"fly\": {\r\n      \"command\": \""+jsonText(e.self)+"\",\r\n      \"args\": [\r\n        \"mcp\"\r\n      ]\r\n    }\r\n  }\r\n}\r\n"; got != want {
 		t.Errorf("Windsurf's file after setup =\n%q\nwant\n%q", got, want)
 	}
-	if e.mgr == nil || !slices.Contains(e.mgr.calls, "install") {
+	if !e.installed() {
 		t.Errorf("setup did not install the service")
 	}
 
