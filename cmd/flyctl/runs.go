@@ -105,11 +105,11 @@ func currentDir() string {
 }
 
 // runsAbout is what flyctl runs --help says it does.
-const runsAbout = `Lists flutter runs, builds and one-shot tools (devices, doctor) that flyd
-knows of, newest first: by default those of the workspace that contains
-the current directory (or --workspace DIR), plus every live one
-elsewhere; --all lists every run flyd keeps (it keeps the last 100
-finished ones for a week by default). STARTED is relative on a terminal
+const runsAbout = `Lists the flutter runs and builds that flyd knows of, newest first: by
+default those of the workspace that contains the current directory (or
+--workspace DIR), plus every live one elsewhere; --all lists every run
+flyd keeps, one-shot tools (devices, doctor, create) included (it keeps
+the last 100 finished ones for a week by default). STARTED is relative on a terminal
 and RFC 3339 otherwise. --json prints {"runs": [...]} with flyd's run
 records; their fields may grow but never change meaning.`
 
@@ -185,11 +185,12 @@ func cmdRuns(ctx context.Context, c *call, o *runsOptions) error {
 }
 
 // selected is what flyctl runs lists of l: everything with --all, else
-// the runs and apps of the workspace containing dir and every live run.
+// the runs and apps of the workspace containing dir and every live run,
+// one-shot commands (devices, doctor, create: kind tool) left out.
 func (o *runsOptions) selected(l *localclient.RunList, dir string) *localclient.RunList {
 	sel := &localclient.RunList{}
 	for i, r := range l.Runs {
-		if o.all || r.Live() || inWorkspace(r.Root, dir) {
+		if o.all || (r.Kind != "tool" && (r.Live() || inWorkspace(r.Root, dir))) {
 			sel.Runs, sel.RawRuns = append(sel.Runs, r), append(sel.RawRuns, l.RawRuns[i])
 		}
 	}

@@ -54,18 +54,40 @@ func (t tools) flutterErrors(ctx context.Context, req *mcp.CallToolRequest, p er
 	if err != nil {
 		return nil, ErrorsResult{}, err
 	}
-	r, err := t.runFor(sess, p.RunID)
+	r, err := t.runFor(sess, p.RunID, toRead)
 	if err != nil {
 		return nil, ErrorsResult{}, err
 	}
 	list := r.Errors()
-	if list == nil {
-		return nil, ErrorsResult{}, fmt.Errorf("run %s keeps no errors: only a flutter run started by flyd does (%s)", r.ID(), runs.LogURI(r.Kind(), r.ID()))
+	if list == nil && !appKind(r.Kind()) {
+		return nil, ErrorsResult{}, fmt.Errorf("%s %s keeps no errors: only a flutter run or an attached app does (%s)", kindNoun(r.Kind()), r.ID(), runs.LogURI(r.Kind(), r.ID()))
 	}
 	news := t.s.news(sess, r)
-	res, text := errorsPage(r.ID(), list, p.Since, p.All)
+	var res ErrorsResult
+	var text string
+	if list != nil {
+		res, text = errorsPage(r.ID(), list, p.Since, p.All)
+	} else {
+		res, text = lostErrors(r)
+	}
+	if hasEnded(r) {
+		text = endLine(r, time.Now()) + "\n" + text
+	}
 	res.Others = news
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: withNews(news, text)}}}, res, nil
+}
+
+// lostErrors is the answer about a run that has ended whose error list
+// is no longer kept (flyd restarted, or other runs ended since): its
+// counts, and where the log has them.
+func lostErrors(r *runs.Run) (ErrorsResult, string) {
+	res := ErrorsResult{RunID: r.ID(), Errors: []AppError{}}
+	text := "its error list is no longer kept"
+	if c := r.Record().Errors; c != nil {
+		res.Total = c.Total
+		text = fmt.Sprintf("%d errors (%d distinct) were reported; the list is no longer kept", c.Total, c.Distinct)
+	}
+	return res, text + fmt.Sprintf(": the log has them (logs_read run_id=%s streams=[\"error\",\"stderr\"])", r.ID())
 }
 
 // errorsPage is a page of a run's errors as the tool and the resource
@@ -122,10 +144,19 @@ func (s *Server) readErrors(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil {
 		return nil, notFound(uri, err.Error())
 	}
-	if r.Errors() == nil {
-		return nil, notFound(uri, "run "+id+" keeps no errors: only a flutter run started by flyd does")
+	var res ErrorsResult
+	var text string
+	switch {
+	case r.Errors() != nil:
+		res, text = errorsPage(id, r.Errors(), 0, false)
+	case appKind(r.Kind()) && hasEnded(r):
+		res, text = lostErrors(r)
+	default:
+		return nil, notFound(uri, "run "+id+" keeps no errors: only a flutter run or an attached app does")
 	}
-	res, text := errorsPage(id, r.Errors(), 0, false)
+	if hasEnded(r) {
+		text = endLine(r, time.Now()) + "\n" + text
+	}
 	return &mcp.ReadResourceResult{
 		Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}},
 		Meta:     mcp.Meta{"generation": res.Generation, "total": res.Total, "next_since": res.NextSince, "dropped": res.Dropped},

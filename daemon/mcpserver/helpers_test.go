@@ -114,9 +114,33 @@ func newSurface(t testing.TB, files map[string]string) *surface {
 // daemon connects one: the session is in the table before the SDK's.
 func (s *surface) connect(t testing.TB, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return s.connectEnv(t, name, opts, nil)
+}
+
+// connectFlutter is connect for a client whose environment runs the fake
+// flutter, steered by vars ("FAKE_FLUTTER_X=v"): the runs its tools
+// start get them.
+func (s *surface) connectFlutter(t testing.TB, name string, vars ...string) *mcp.ClientSession {
+	t.Helper()
+	return s.connectEnv(t, name, nil, fakeEnv(vars))
+}
+
+// fakeEnv is this process's environment with the fake flutter's
+// switch and vars.
+func fakeEnv(vars []string) map[string]string {
+	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
+	for _, v := range append(os.Environ(), vars...) {
+		k, val, _ := strings.Cut(v, "=")
+		env[k] = val
+	}
+	return env
+}
+
+func (s *surface) connectEnv(t testing.TB, name string, opts *mcp.ClientOptions, env map[string]string) *mcp.ClientSession {
+	t.Helper()
 	s.mu.Lock()
 	s.n++
-	sess := &testSession{id: "s" + strconv.Itoa(s.n), ws: s.ws, subs: map[string]bool{}}
+	sess := &testSession{id: "s" + strconv.Itoa(s.n), ws: s.ws, subs: map[string]bool{}, env: env}
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
 	ct, st := mcp.NewInMemoryTransports()
@@ -147,12 +171,7 @@ func (s *surface) connect(t testing.TB, name string, opts *mcp.ClientOptions) *m
 // ("FAKE_FLUTTER_X=v"), and waits until the app has started.
 func (s *surface) start(t testing.TB, vars ...string) *runs.Run {
 	t.Helper()
-	env := map[string]string{"FLY_TEST_HELPER": "flutter"}
-	for _, v := range append(os.Environ(), vars...) {
-		k, val, _ := strings.Cut(v, "=")
-		env[k] = val
-	}
-	r, err := s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: s.root, Env: env, Args: []string{"run", "--machine"}})
+	r, err := s.runs.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: s.root, Env: fakeEnv(vars), Args: []string{"run", "--machine"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +235,7 @@ func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 type testSession struct {
 	id   string
 	ws   *testWorkspace
+	env  map[string]string // nil: flyd's own
 	conn mcpconn.Notifier
 	ss   atomic.Pointer[mcp.ServerSession]
 
@@ -229,7 +249,7 @@ func (s *testSession) ID() string                { return s.id }
 func (s *testSession) Handle() string            { return "h" + s.id }
 func (s *testSession) Transient() bool           { return false }
 func (s *testSession) Root() string              { return s.ws.root }
-func (s *testSession) Env() map[string]string    { return nil }
+func (s *testSession) Env() map[string]string    { return s.env }
 func (s *testSession) MCP() *mcp.ServerSession   { return s.ss.Load() }
 func (s *testSession) Workspace() Workspace      { return s.ws }
 func (s *testSession) Tools() *toolfilter.Filter { return s.filter }
@@ -253,7 +273,11 @@ func (s *testSession) Listen(_ context.Context, _ string, _ any, _ mcp.Notificat
 const legacyVersion = "2025-11-25"
 
 func (s *testSession) Info() wire.Session {
-	return wire.Session{ID: s.id, Workspace: s.ws.root, Via: "memory", FilesRead: s.files.Load(), ToolsCalled: s.tools.Load()}
+	w := wire.Session{ID: s.id, Workspace: s.ws.root, Via: "memory", FilesRead: s.files.Load(), ToolsCalled: s.tools.Load()}
+	if ss := s.ss.Load(); ss != nil && ss.InitializeParams() != nil && ss.InitializeParams().ClientInfo != nil {
+		w.ClientName = ss.InitializeParams().ClientInfo.Name
+	}
+	return w
 }
 
 func (s *testSession) Subscribed(uri string) bool {

@@ -39,14 +39,14 @@ func (t tools) lookable(req *mcp.CallToolRequest, id string) (*runs.Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.runFor(sess, id)
+	r, err := t.runFor(sess, id, toAct)
 	if err != nil {
 		return nil, err
 	}
 	rec := r.Record()
 	switch {
-	case !r.Live():
-		return nil, fmt.Errorf("run %s has ended (%s)", r.ID(), rec.State)
+	case hasEnded(r):
+		return nil, fmt.Errorf("%s; %s", endLine(r, time.Now()), nextStep(rec))
 	case r.Mode() == "release":
 		return nil, fmt.Errorf("run %s is a release build: it has no VM service, so no widget tree or screenshot; run it in debug mode", r.ID())
 	case rec.VMServiceURI == "":

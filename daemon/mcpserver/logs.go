@@ -120,12 +120,18 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	}, nil
 }
 
-// logResources lists the logs of the runs of root, newest first.
+// logResources lists the logs of the runs of root, newest first, and the
+// errors of its live flutter runs; with none live, those of its most
+// recent run or attached app, which the read tools fall back to.
 func (s *Server) logResources(root string) []*mcp.Resource {
 	recs, err := s.runs.List(root)
 	if err != nil {
 		s.log.Warn("list runs", logErr, err)
 		return nil
+	}
+	recent := "" // the run whose errors are listed though it ended
+	if rec, ok := mostRecentOf(recs); ok && !rec.State.Live() {
+		recent = rec.ID
 	}
 	out := make([]*mcp.Resource, 0, len(recs))
 	for _, rec := range recs {
@@ -137,11 +143,11 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 			Description: "One line per entry: seq, time, stream (stdout, stderr, event or fly), text. Query: ?since=SEQ, ?tail=N, ?start=&length=.",
 			Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
 		})
-		if rec.Kind == store.KindRun && rec.State.Live() { // a finished run keeps its counts, not its list
+		if (rec.Kind == store.KindRun && rec.State.Live()) || rec.ID == recent { // a finished run keeps its counts, not its list
 			out = append(out, &mcp.Resource{
 				URI:         runs.ErrorsURI(rec.ID),
 				Name:        "errors-" + rec.ID,
-				Title:       fmt.Sprintf("errors of run %s (%s)", rec.ID, rec.State),
+				Title:       fmt.Sprintf("errors of %s %s (%s)", kindNoun(rec.Kind), rec.ID, rec.State),
 				MIMEType:    "text/plain",
 				Description: "The app's framework errors since its last reload, one line each with a count and the error-causing widget's location, newest first.",
 				Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,30 +68,33 @@ func actorOn(sess *client, r *runs.Run, claim, force bool) (store.Actor, error) 
 	return a, nil
 }
 
-// runFor returns the run id names, or with no id the newest live flutter
-// run of the session's workspace.
-func (t tools) runFor(sess *client, id string) (*runs.Run, error) {
-	if id != "" {
-		return t.s.runs.Get(id)
-	}
-	var newest *runs.Run
-	for _, l := range append(t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun), t.s.runs.LiveIDs(sess.ws.Root(), store.KindApp)...) {
-		if r, err := t.s.runs.Get(l); err == nil && (newest == nil || !r.Record().StartedAt.Before(newest.Record().StartedAt)) {
-			newest = r
-		}
-	}
-	if newest == nil {
-		return nil, errors.New("no live run in this workspace: start one with flutter_run, or pass run_id (see runs_list)")
-	}
-	return newest, nil
-}
-
 // maxNews bounds the lines of news in one result.
 const maxNews = 5
 
 // news returns what sessions other than sess did to r since sess last
 // heard of r, one line each, newest last, and moves sess's cursor.
 func (s *Server) news(sess *client, r *runs.Run) []string {
+	return newsLines(s.newsOf(sess, r), "this run")
+}
+
+// newsLines is news in lines, the run named as run: at most maxNews, the
+// first saying how many earlier ones were left out.
+func newsLines(acts []runs.Action, run string) []string {
+	var lines []string
+	now := time.Now()
+	for _, a := range acts {
+		// Names are quoted; an outcome may quote the app's message.
+		lines = append(lines, safetext.Line(a.LineOn(now, run)))
+	}
+	if n := len(lines) - maxNews; n > 0 {
+		lines = append([]string{fmt.Sprintf("… %d earlier actions by others (see runs_list)", n)}, lines[n:]...)
+	}
+	return lines
+}
+
+// newsOf returns what sessions other than sess did to r since sess last
+// heard of r, oldest first, and moves sess's cursor.
+func (s *Server) newsOf(sess *client, r *runs.Run) []runs.Action {
 	s.mu.Lock()
 	seen := s.seen[sess.ID()]
 	if seen == nil {
@@ -100,18 +105,7 @@ func (s *Server) news(sess *client, r *runs.Run) []string {
 	acts, last := r.ActionsSince(since)
 	seen[r.ID()] = last
 	s.mu.Unlock()
-	var lines []string
-	now := time.Now()
-	for _, a := range acts {
-		if a.By.Session != sess.Handle() {
-			// Names are quoted; an outcome may quote the app's message.
-			lines = append(lines, safetext.Line(a.Line(now)))
-		}
-	}
-	if n := len(lines) - maxNews; n > 0 {
-		lines = append([]string{fmt.Sprintf("… %d earlier actions by others (see runs_list)", n)}, lines[n:]...)
-	}
-	return lines
+	return slices.DeleteFunc(acts, func(a runs.Action) bool { return a.By.Session == sess.Handle() })
 }
 
 // SessionEnded forgets what the session id was told and ends the claims
@@ -123,12 +117,16 @@ func (s *Server) SessionEnded(id, handle string) {
 	s.runs.ReleaseClaims(handle)
 }
 
-// withNews puts the news before a result's text.
+// withNews puts the news before a result's text: "Meanwhile: " and the
+// one action on its line, or each action on a line of its own.
 func withNews(news []string, text string) string {
-	if len(news) == 0 {
+	switch len(news) {
+	case 0:
 		return text
+	case 1:
+		return "Meanwhile: " + news[0] + "\n" + text
 	}
-	return "Meanwhile: " + strings.Join(news, "; ") + "\n" + text
+	return "Meanwhile:\n- " + strings.Join(news, "\n- ") + "\n" + text
 }
 
 // RestartResult is the structured result of flutter_hot_reload and
@@ -161,7 +159,7 @@ func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDPar
 	if err != nil {
 		return nil, RestartResult{}, err
 	}
-	r, err := t.runFor(sess, p.RunID)
+	r, err := t.runFor(sess, p.RunID, toAct)
 	if err != nil {
 		return nil, RestartResult{}, err
 	}
@@ -169,6 +167,9 @@ func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDPar
 	by, err := actorOn(sess, r, false, p.Force)
 	if err != nil {
 		return nil, RestartResult{}, err
+	}
+	if hasEnded(r) {
+		return nil, RestartResult{}, fmt.Errorf("%s; %s", endLine(r, time.Now()), nextStep(r.Record()))
 	}
 	news := t.s.news(sess, r) // before the reload: it is not news to its caller
 	o, err := r.Restart(ctx, full, runs.Act{By: by, Force: p.Force})
@@ -178,7 +179,7 @@ func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDPar
 	case errors.As(err, &claimed):
 		return nil, RestartResult{}, errors.New(withNews(news, err.Error()))
 	case errors.Is(err, runs.ErrRunEnded):
-		return nil, RestartResult{}, fmt.Errorf("run %s has ended (%s); start it again with flutter_run", id, rec.State)
+		return nil, RestartResult{}, fmt.Errorf("%s; %s", endLine(r, time.Now()), nextStep(rec))
 	case errors.Is(err, runs.ErrNotStarted):
 		return nil, RestartResult{}, fmt.Errorf("run %s: %w; wait for app.started (see %s)", id, runs.ErrNotStarted, runs.LogURI(rec.Kind, id))
 	case err != nil:
@@ -270,10 +271,7 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams)
 	if err != nil {
 		return nil, StopResult{}, err
 	}
-	if p.RunID == "" {
-		return nil, StopResult{}, errors.New("run_id is required: see runs_list")
-	}
-	r, err := t.s.runs.Get(p.RunID)
+	r, err := t.runFor(sess, p.RunID, toAct)
 	if err != nil {
 		return nil, StopResult{}, err
 	}
@@ -282,11 +280,35 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams)
 		return nil, StopResult{}, err
 	}
 	news := t.s.news(sess, r)
-	if err := r.StopAs(ctx, runs.Act{By: by, Force: p.Force, ExitApp: p.StopApp}); err != nil {
-		return nil, StopResult{}, errors.New(withNews(news, err.Error()))
+	wasLive := !hasEnded(r)
+	if wasLive {
+		if err := r.StopAs(ctx, runs.Act{By: by, Force: p.Force, ExitApp: p.StopApp}); err != nil {
+			return nil, StopResult{}, errors.New(withNews(news, err.Error()))
+		}
 	}
 	rec := r.Record()
-	return nil, StopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode, Others: news}, nil
+	res := StopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode, Others: news}
+	return textResult(withNews(news, stopText(r, wasLive))), res, nil
+}
+
+// stopText says what a stop did, in a line: "run 01jq… stopped: exit 0",
+// "detached from app 01jq…: the app keeps running", or what had become of
+// a run that was no longer live.
+func stopText(r *runs.Run, wasLive bool) string {
+	rec := r.Record()
+	switch {
+	case !wasLive:
+		return "nothing to stop: " + endLine(r, time.Now())
+	case rec.Kind == store.KindApp && rec.State == store.StateStopped:
+		return "detached from app " + rec.ID + ": the app keeps running (stop_app: true ends it)"
+	case rec.Kind == store.KindApp:
+		return "app " + rec.ID + " has ended"
+	}
+	s := kindNoun(rec.Kind) + " " + rec.ID + " " + string(rec.State)
+	if rec.ExitCode != nil && *rec.ExitCode >= 0 {
+		s += fmt.Sprintf(": exit %d", *rec.ExitCode)
+	}
+	return s
 }
 
 type claimParams struct {
@@ -312,7 +334,7 @@ func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParam
 	if err != nil {
 		return nil, ClaimResult{}, err
 	}
-	r, err := t.runFor(sess, p.RunID)
+	r, err := t.runFor(sess, p.RunID, toAct)
 	if err != nil {
 		return nil, ClaimResult{}, err
 	}
@@ -334,14 +356,24 @@ func (t tools) claim(ctx context.Context, req *mcp.CallToolRequest, p claimParam
 		if err := r.Release(act); err != nil {
 			return nil, ClaimResult{}, errors.New(withNews(news, err.Error()))
 		}
-		return nil, res, nil
+		return textResult(withNews(news, "run "+r.ID()+" is not claimed: others may reload and stop it")), res, nil
 	}
 	c, err := r.Claim(act, p.Note, time.Duration(p.Minutes)*time.Minute)
+	if errors.Is(err, runs.ErrRunEnded) {
+		return nil, ClaimResult{}, fmt.Errorf("%s; %s", endLine(r, time.Now()), nextStep(r.Record()))
+	}
 	if err != nil {
 		return nil, ClaimResult{}, errors.New(withNews(news, err.Error()))
 	}
 	res.Claimed, res.By, res.Note, res.Until = true, c.By.Name(), c.Note, c.Until
-	return nil, res, nil
+	return textResult(withNews(news, fmt.Sprintf("run %s is yours until %s: others' reloads, restarts and stops are refused unless forced; release: true ends it",
+		r.ID(), c.Until.Local().Format("15:04:05")))), res, nil
+}
+
+// textResult is a tool's result with text; the SDK adds the structured
+// one.
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 type attachParams struct {
@@ -391,5 +423,6 @@ func (t tools) attach(ctx context.Context, req *mcp.CallToolRequest, p attachPar
 	rec := r.Record()
 	res := RunResult{RunID: rec.ID, State: string(rec.State), LogURI: runs.LogURI(rec.Kind, rec.ID), VMServiceURI: rec.VMServiceURI,
 		Message: "attached: its errors, reloads and records work as for flyd's own runs; flutter_stop detaches (stop_app: true ends the app)"}
-	return nil, res, nil
+	return textResult(fmt.Sprintf("app %s %s attached as run %s: its errors, reloads and records work as for flyd's own runs; flutter_stop detaches (stop_app: true ends the app)",
+		strconv.Quote(name), safetext.Field(uri), rec.ID)), res, nil
 }

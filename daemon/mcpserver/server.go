@@ -224,7 +224,7 @@ const (
 )
 
 const instructions = `flyd is shared by every client on this machine: files, running apps, their logs and errors are the same for all.
-Apps: flutter_run starts the app (or attaches to one an IDE started) and returns run_id; after editing Dart code call flutter_hot_reload, which says whether the edit applied and what new errors the app hit; flutter_errors lists errors, flutter_inspect shows widgets or a screenshot, flutter_stop ends the run. A run_id left out means the newest live run. Results start with "Meanwhile:" when other agents acted on the run.
+Apps: flutter_run starts the app (or attaches to one an IDE started) and returns run_id; after editing Dart code call flutter_hot_reload, which says whether the edit applied and what new errors the app hit; flutter_errors lists errors, flutter_inspect shows widgets or a screenshot, flutter_stop ends the run. A run_id left out means the newest live run of this workspace; logs_read and flutter_errors fall back to its most recent run. Results start with "Meanwhile:" when other agents acted on the run.
 Logs: logs_read returns the newest lines (about 16 KB); page back with before, follow with since=next_since.
 Files: files_find {glob}, files_grep {pattern}, files_read {path} answer from a warm index; workspace:///<path> resources too.
 Project: fly://project/overview and fly://project/modules (markdown), fly://module/{name} for one module.`

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/safetext"
 
-	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -197,12 +197,23 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 	switch {
 	case rec.State == store.StateRunning:
 		res.Message = "the app is running; hot-reload it with flutter_hot_reload, read its log at " + res.LogURI
-		return nil, res, nil
-	case !r.Live():
-		return nil, res, fmt.Errorf("flutter run failed (%s): %s\nlast lines of %s:\n%s", rec.State, rec.Error, res.LogURI, tailText(r.Ring(), 30))
+		on := ""
+		if d := device(rec.Argv); d != "" {
+			on = " on " + safetext.Field(d)
+		}
+		return textResult(fmt.Sprintf("run %s is running%s: flutter_hot_reload applies your edits; logs_read and flutter_errors read its log (%s) and errors",
+			rec.ID, on, res.LogURI)), res, nil
+	case hasEnded(r):
+		when := "before the app started"
+		if ended(rec) == "crashed" {
+			when = "as the app started"
+		}
+		text, summary := failureText(r, "flutter run", when)
+		res.Message = summary
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil
 	}
 	res.Message = "the app has not started yet; it keeps building in flyd: follow " + res.LogURI
-	return nil, res, nil
+	return textResult(fmt.Sprintf("run %s has not started yet: it keeps building in flyd; logs_read run_id=%s follows it", rec.ID, rec.ID)), res, nil
 }
 
 // buildPlatforms maps flutter_build's platform to the flutter subcommand.
@@ -259,17 +270,65 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	}
 	if rec.State == store.StateExited {
 		res.ArtifactPath = artifactPath(sess.ws.Root(), r.Ring())
-		return nil, res, nil
+		text := "flutter build " + sub + " succeeded"
+		if res.ArtifactPath != "" {
+			text = "built " + safetext.Line(res.ArtifactPath)
+		}
+		return textResult(text + "; its log: " + res.LogURI), res, nil
 	}
 	for _, e := range r.Ring().Tail(30) {
 		res.LogTail = append(res.LogTail, safetext.Line(e.Text))
 	}
-	why := fmt.Sprintf("flutter build %s failed (%s)", sub, rec.State)
+	text, _ := failureText(r, "flutter build "+sub, "")
 	if ctx.Err() != nil {
-		why = fmt.Sprintf("flutter build %s was cancelled or timed out after %s; its process group was killed", sub, t.s.cfg.BuildTimeout)
+		text = fmt.Sprintf("flutter build %s was cancelled or timed out after %s; its process group was killed\n%s", sub, t.s.cfg.BuildTimeout, text)
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-		Text: why + "; last lines:\n" + strings.Join(res.LogTail, "\n")}}}, res, nil
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, res, nil
+}
+
+// failureText is a failed run's or build's result as a person reads it:
+// flutter's errors first (its compile errors with their file:line:col,
+// each once, or else the last lines it printed), then what failed, in a
+// line (summary), then where the whole log is. flutter's --machine events
+// and flutter_tools' stack traces stay in the log.
+func failureText(r *runs.Run, what, when string) (text, summary string) {
+	rec := r.Record()
+	p := r.Problems()
+	var b strings.Builder
+	for _, e := range p.Errors {
+		b.WriteString(safetext.Lines(e) + "\n")
+	}
+	for _, l := range p.Lines {
+		b.WriteString(safetext.Line(l) + "\n")
+	}
+	if p.More > 0 {
+		fmt.Fprintf(&b, "… %d more (logs_read)\n", p.More)
+	}
+	shown := b.String()
+	summary = what + " " + ended(rec)
+	if when != "" {
+		summary += " " + when
+	}
+	if rec.ExitCode != nil && *rec.ExitCode >= 0 {
+		summary += fmt.Sprintf(" (exit %d)", *rec.ExitCode)
+	}
+	reason := rec.Error
+	if strings.HasPrefix(reason, "exit code ") {
+		reason = ""
+	}
+	if reason == "" {
+		reason = r.LastError()
+	}
+	if reason = safetext.Line(reason); reason != "" && !strings.Contains(shown, reason) {
+		summary += ": " + reason
+	}
+	b.WriteString(summary + "\n")
+	if rec.Kind == store.KindRun {
+		fmt.Fprintf(&b, "The whole log, with flutter's events and traces: logs_read run_id=%s events=true", rec.ID)
+	} else {
+		fmt.Fprintf(&b, "The whole log: logs_read run_id=%s", rec.ID)
+	}
+	return b.String(), summary
 }
 
 // builtRE finds flutter's "✓ Built <path>" line.
@@ -340,7 +399,7 @@ func (t tools) devices(ctx context.Context, req *mcp.CallToolRequest, _ noParams
 	text := out.String()
 	if i := strings.Index(text, "["); i >= 0 {
 		if err := json.Unmarshal([]byte(text[i:]), &res.Devices); err == nil {
-			return nil, res, nil
+			return textResult(devicesText(res.Devices)), res, nil
 		}
 	}
 	rec := r.Record()
@@ -364,7 +423,29 @@ func (t tools) doctor(ctx context.Context, req *mcp.CallToolRequest, _ noParams)
 	if rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
-	return nil, res, nil
+	text := strings.TrimRight(res.Report, "\n") + fmt.Sprintf("\n(flutter doctor: exit %d; its log: %s)", res.ExitCode, res.LogURI)
+	return textResult(text), res, nil
+}
+
+// devicesText is the devices, one line each: the id flutter_run takes,
+// the name, the platform and what kind of device it is.
+func devicesText(devs []Device) string {
+	if len(devs) == 0 {
+		return "no devices: flutter found none to run on (flutter_sdk doctor says what is missing)"
+	}
+	var b strings.Builder
+	for _, d := range devs {
+		f := []string{safetext.Field(d.ID), strconv.Quote(d.Name), safetext.Field(d.TargetPlatform)}
+		if d.Emulator {
+			f = append(f, "emulator")
+		}
+		if !d.IsSupported {
+			f = append(f, "not supported by this project")
+		}
+		b.WriteString(strings.Join(f, "  ") + "\n")
+	}
+	b.WriteString("(pass an id as flutter_run's device)")
+	return b.String()
 }
 
 type createParams struct {
@@ -418,45 +499,8 @@ func (t tools) create(ctx context.Context, req *mcp.CallToolRequest, p createPar
 	if res.ExitCode != 0 {
 		return nil, res, fmt.Errorf("flutter create failed (%s):\n%s", rec.State, tailText(r.Ring(), 20))
 	}
-	return nil, res, nil
-}
-
-type runsListParams struct {
-	All bool `json:"all,omitempty" jsonschema:"every workspace's"`
-}
-
-// RunsListResult is runs_list's structured result.
-type RunsListResult struct {
-	Runs   []wire.Run `json:"runs" jsonschema:"newest first, with who started each, its last action, claim and error counts"`
-	Apps   []wire.App `json:"apps" jsonschema:"Flutter apps running outside fly (an IDE's, a terminal's), found through their Dart Tooling Daemon"`
-	Others []string   `json:"others,omitempty" jsonschema:"what other sessions did to this workspace's live runs since your last call"`
-}
-
-func (t tools) runsList(ctx context.Context, req *mcp.CallToolRequest, p runsListParams) (*mcp.CallToolResult, RunsListResult, error) {
-	sess, err := t.call(req)
-	if err != nil {
-		return nil, RunsListResult{}, err
-	}
-	root := sess.ws.Root()
-	if p.All {
-		root = ""
-	}
-	infos, err := t.s.runs.Infos(root)
-	if err != nil {
-		return nil, RunsListResult{}, err
-	}
-	res := RunsListResult{Runs: infos, Apps: []wire.App{}}
-	if t.s.cfg.Apps != nil {
-		res.Apps = t.s.cfg.Apps(root)
-	}
-	for _, id := range t.s.runs.LiveIDs(sess.ws.Root(), store.KindRun) {
-		if r, err := t.s.runs.Get(id); err == nil {
-			for _, l := range t.s.news(sess, r) {
-				res.Others = append(res.Others, id+": "+l)
-			}
-		}
-	}
-	return nil, res, nil
+	text := fmt.Sprintf("flutter create made a project in %s; its log: %s", safetext.Line(res.Directory), res.LogURI)
+	return textResult(text), res, nil
 }
 
 type logsReadParams struct {
@@ -526,7 +570,7 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 	if err != nil {
 		return nil, LogsReadResult{}, err
 	}
-	r, err := t.runFor(sess, id)
+	r, err := t.runFor(sess, id, toRead)
 	if err != nil {
 		return nil, LogsReadResult{}, err
 	}
@@ -553,6 +597,9 @@ func (t tools) logsRead(ctx context.Context, req *mcp.CallToolRequest, p logsRea
 		} else {
 			text = fmt.Sprintf("… older entries left out: call again with before=%d\n", pg.From) + text
 		}
+	}
+	if hasEnded(r) {
+		text = endLine(r, time.Now()) + "\n" + text
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: withNews(res.Others, text)}}}, res, nil
 }

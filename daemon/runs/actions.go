@@ -31,9 +31,12 @@ type Action struct {
 
 // Line is the action in one line for another agent, relative to now:
 // "cursor hot-reloaded this run 40s ago: applied, 2 new errors".
-func (a Action) Line(now time.Time) string {
+func (a Action) Line(now time.Time) string { return a.LineOn(now, "this run") }
+
+// LineOn is Line with the run named as run.
+func (a Action) LineOn(now time.Time, run string) string {
 	ago := now.Sub(a.At).Round(time.Second)
-	s := fmt.Sprintf("%s %s this run %s ago", a.By.Name(), pastTense(a.What), ago)
+	s := fmt.Sprintf("%s %s %s %s ago", a.By.Name(), PastTense(a.What), run, ago)
 	if a.By.Workspace != "" {
 		s += " from another workspace"
 	}
@@ -46,7 +49,9 @@ func (a Action) Line(now time.Time) string {
 	return s
 }
 
-func pastTense(what string) string {
+// PastTense is what an action did, as a verb in the past tense:
+// "hot-reloaded", "stopped".
+func PastTense(what string) string {
 	switch what {
 	case "start":
 		return "started"

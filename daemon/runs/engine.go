@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/apperrors"
 	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
@@ -37,6 +38,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	runs     map[string]*Run // in memory: live, and finished ones not yet on disk
+	ended    []endedErrors   // the error lists of the runs that ended last, oldest first
 	reserved map[string]int  // runs being started, by root and kind: they count against Spec.Max
 	closed   bool
 	wg       sync.WaitGroup // process, reader and notifier goroutines
@@ -200,11 +202,41 @@ func (e *Engine) liveLocked() []*Run {
 
 // forget drops a run that has ended from memory: the store has it now
 // (and prunes it in its time), so memory holds live runs only, however
-// many end.
+// many end. Its error list is kept a while longer (see keptErrors).
 func (e *Engine) forget(r *Run) {
 	e.mu.Lock()
 	delete(e.runs, r.id)
+	if r.errors != nil {
+		e.ended = append(e.ended, endedErrors{id: r.id, list: r.errors})
+		if n := len(e.ended) - maxEndedErrors; n > 0 {
+			e.ended = slices.Delete(e.ended, 0, n)
+		}
+	}
 	e.mu.Unlock()
+}
+
+// maxEndedErrors bounds the error lists of ended runs kept in memory (a
+// list is at most apperrors' default 256 KiB): the store keeps a run's
+// counts, not its list, and an agent asks what the app hit before it
+// crashed of the runs that ended last.
+const maxEndedErrors = 8
+
+// endedErrors is the error list of a run that has ended.
+type endedErrors struct {
+	id   string
+	list *apperrors.List
+}
+
+// keptErrors returns the error list of the ended run id, if still kept.
+func (e *Engine) keptErrors(id string) *apperrors.List {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, k := range e.ended {
+		if k.id == id {
+			return k.list
+		}
+	}
+	return nil
 }
 
 // Get returns the run with id, loading a finished one from the store.
@@ -244,7 +276,8 @@ func (e *Engine) load(rec store.Record) (*Run, error) {
 	}
 	ring.Close()
 	r := &Run{id: rec.ID, kind: rec.Kind, opts: optionsOf(rec.Kind), root: rec.Root, ring: ring, eng: e, rec: rec, markSlot: -1,
-		started: make(chan struct{}), done: make(chan struct{}), vm: vmFollower{ready: make(chan struct{}), done: true}}
+		started: make(chan struct{}), done: make(chan struct{}), vm: vmFollower{ready: make(chan struct{}), done: true},
+		errors: e.keptErrors(rec.ID)}
 	close(r.started)
 	close(r.done)
 	r.vm.markReady()

@@ -13,7 +13,8 @@
 // stopping; executable_unix.go and executable_windows.go: finding
 // flutter, and which command lines may be run; reap.go: what leaves a
 // run's process group), its output (output.go: read, split, --machine events into
-// the ring; machine.go: the protocol), and the kinds of process
+// the ring; machine.go: the protocol; failure.go: what flutter said went
+// wrong, as a person reads it), and the kinds of process
 // (kinds.go, then kind_run.go, kind_attach.go, kind_build.go,
 // kind_upstream.go, and kind_app.go for an app flyd did not start).
 package runs

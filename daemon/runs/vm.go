@@ -55,8 +55,10 @@ const vmMaxAnswer = 24 << 20
 // errors are seen live.
 const vmReadyWait = 2 * time.Second
 
-// Errors returns the run's error list, nil for anything but a flutter
-// run started by this flyd.
+// Errors returns the run's error list: that of a flutter run or an
+// attached app of this flyd, still there a while after it ended (the
+// last runs' lists are kept in memory); nil for other kinds, and for a
+// run whose list is no longer kept.
 func (r *Run) Errors() *apperrors.List { return r.errors }
 
 // vmRetry is how long the follower waits before it connects again after

@@ -23,6 +23,24 @@ const daemonTrace = `#0      AppDomain.restart (package:flutter_tools/src/comman
 #4      Daemon._handleRequest (package:flutter_tools/src/commands/daemon.dart:240:34)
 `
 
+// launchTrace is shaped like the Dart stack of the ToolExit that app.stop
+// carries when a run fails to build: flutter_tools' frames, none of the
+// app's.
+const launchTrace = `#0      throwToolExit (package:flutter_tools/src/base/common.dart:10:3)
+#1      buildLinux (package:flutter_tools/src/linux/build_linux.dart:160:5)
+<asynchronous suspension>
+#2      LinuxDevice.buildForDevice (package:flutter_tools/src/linux/linux_device.dart:67:5)
+<asynchronous suspension>
+#3      DesktopDevice.startApp (package:flutter_tools/src/desktop_device.dart:121:7)
+<asynchronous suspension>
+#4      FlutterDevice.runHot (package:flutter_tools/src/resident_runner.dart:585:54)
+<asynchronous suspension>
+#5      HotRunner.run (package:flutter_tools/src/run_hot.dart:376:39)
+<asynchronous suspension>
+#6      AppDomain.launch.<anonymous closure> (package:flutter_tools/src/commands/daemon.dart:735:22)
+<asynchronous suspension>
+`
+
 // out serialises the stdout lines that the control loop and the log
 // emitter write. Each line is written whole; the first write error is
 // kept and later writes are dropped.

@@ -49,8 +49,11 @@ import (
 const (
 	// EnvBuildFail makes `build` print the platform's failure tail (Gradle,
 	// dart2js, Xcode, CMake) to stderr and exit 1, and makes `run --machine`
-	// print a compile error to stderr, then app.stop {appId, error, trace},
-	// and exit 1.
+	// fail to compile at start as flutter_tools does: after app.start and
+	// the build's app.progress, the compile error on stderr
+	// ("lib/main.dart:12:3: Error: Expected ';' after this." and the
+	// source lines under it), then app.stop {appId, error, trace} with the
+	// ToolExit's flutter_tools stack, and exit 1.
 	EnvBuildFail = "FAKE_FLUTTER_BUILD_FAIL"
 
 	// EnvReloadFail makes app.restart print a compile error to stderr and

@@ -139,7 +139,7 @@ func (r *runner) launch() (int, bool) {
 	if r.cfg.buildFail {
 		fmt.Fprint(r.stderr, compileError(r.target))
 		r.finishProgress(id, nil)
-		r.out.event("app.stop", stopParams{AppID: r.appID, Error: stopError, Trace: daemonTrace})
+		r.out.event("app.stop", stopParams{AppID: r.appID, Error: stopError, Trace: launchTrace})
 		return ExitFailure, false
 	}
 	r.finishProgress(id, nil)
