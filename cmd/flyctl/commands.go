@@ -167,6 +167,21 @@ flyctl upstream restart dart`,
 curl -H "Authorization: Bearer $(flyctl token print)" "http://$(cat ` + placeHTTPAddrFile + `)/v1/status"`,
 			},
 			{
+				name:     "daemon",
+				summary:  "stop flyd itself (daemon stop); its runs stop with it",
+				needVerb: "daemon needs a verb: flyctl daemon stop",
+				badVerb:  "unknown daemon verb %q; the verb is stop: flyctl daemon stop",
+				verbs: []*command{{
+					name:    "stop",
+					summary: "stop flyd cleanly, however it was started",
+					usage:   "flyctl daemon stop [--json] [--timeout D]",
+					about:   daemonStopAbout,
+					run:     handle(cmdDaemonStop),
+					examples: `flyctl daemon stop
+flyctl daemon stop --json`,
+				}},
+			},
+			{
 				name:    "socket",
 				summary: "print the daemon's socket path",
 				usage:   "flyctl socket",

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fly-dev/fly/internal/localclient"
+	"github.com/spf13/pflag"
+)
+
+// daemonStopAbout is what flyctl daemon stop --help says it does.
+const daemonStopAbout = `Stops flyd cleanly, however it was started (by an editor's flyctl mcp, by
+the login service, or by hand): its runs and builds are stopped as
+flutter_stop stops them, and it exits. flyd starts again when an editor
+connects (flyctl mcp starts it when none answers) and, if the service is
+installed, at your next login. Stopping a flyd that is not running is not
+an error.`
+
+type daemonStopOptions struct {
+	json    bool
+	timeout time.Duration
+}
+
+func (o *daemonStopOptions) flags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, `print {"stopped": bool, "pid": N} as JSON`)
+	fs.DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for flyd to exit (its runs' stop grace included)")
+}
+
+// cmdDaemonStop is "flyctl daemon stop": POST /v1/shutdown, then wait
+// until nothing answers on the socket.
+func cmdDaemonStop(ctx context.Context, c *call, o *daemonStopOptions) error {
+	if err := c.noArgs(); err != nil {
+		return err
+	}
+	lc, err := newClient(c.getenv)
+	if err != nil {
+		return err
+	}
+	defer lc.CloseIdleConnections()
+	pid, err := lc.Shutdown(ctx)
+	switch {
+	case errors.Is(err, localclient.ErrNoDaemon):
+		return c.report(o.json, false, 0, "flyd is not running")
+	case err != nil:
+		return fmt.Errorf("stop flyd: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	for {
+		lc.CloseIdleConnections()
+		if _, err := lc.Status(ctx); errors.Is(err, localclient.ErrNoDaemon) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("flyd (pid %d) was asked to stop but still answers after %s; its log says why (flyctl service status names it)", pid, o.timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return c.report(o.json, true, pid, fmt.Sprintf("stopped flyd (pid %d) and its runs; an editor's flyctl mcp starts it again when it connects", pid))
+}
+
+// report prints daemon stop's outcome: text, or JSON.
+func (c *call) report(asJSON, stopped bool, pid int, text string) error {
+	if asJSON {
+		return json.NewEncoder(c.stdout).Encode(struct {
+			Stopped bool `json:"stopped"`
+			PID     int  `json:"pid,omitempty"`
+		}{stopped, pid})
+	}
+	_, err := fmt.Fprintln(c.stdout, text)
+	return err
+}
