@@ -68,6 +68,10 @@ type Config struct {
 	// Subreaper makes flyd adopt what its runs orphan (Linux; see
 	// runs.Config.Subreaper). Only for a process that is flyd itself.
 	Subreaper bool
+	// LoginEnv is the user's login environment, which fills what a
+	// client leaves out of its runs' environment (runs.Config.LoginEnv);
+	// nil: nothing is filled from it.
+	LoginEnv func() (map[string]string, string)
 	// HTTPSessionIdle is how long a Streamable HTTP session may have no
 	// request in flight before it is closed (default 30m).
 	HTTPSessionIdle time.Duration
@@ -181,7 +185,7 @@ func New(cfg Config) *Server {
 			a.Rescan() // its apps' DTD files may be there already
 		}
 	}
-	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper},
+	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper, LoginEnv: cfg.LoginEnv},
 		cfg.Log, s.runChanged)
 	s.surface = mcpserver.New(mcpserver.Config{
 		PageSize: cfg.PageSize, MaxReadBytes: cfg.MaxReadBytes, Rules: cfg.Rules, MaxRuns: cfg.MaxRuns, MaxBuilds: cfg.MaxBuilds,

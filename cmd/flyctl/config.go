@@ -344,7 +344,7 @@ func configuredListen(getenv func(string) string) (string, error) {
 
 // flutterEnvNames are the variables a generated editor config pins for
 // flutter, for editors that start servers with a bare environment.
-var flutterEnvNames = []string{"PATH", "FLUTTER_ROOT", "ANDROID_HOME", "ANDROID_SDK_ROOT", "JAVA_HOME", "PUB_CACHE"}
+var flutterEnvNames = wire.ToolchainEnv
 
 // selfPath is the absolute path of this flyctl, preferring the one on
 // PATH when it is the same file: a stable link (/usr/local/bin/flyctl)

@@ -8,11 +8,13 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 
 	"github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/packaging"
 )
 
@@ -44,10 +46,7 @@ const maxRunCommand = 260
 // variables flutter reads, so that the service finds the same flutter as
 // the user's shell, and fly's own overrides, so that flyd listens where
 // flyctl and the shim look.
-var bakedEnv = []string{
-	"PATH", "FLUTTER_ROOT", "ANDROID_HOME", "ANDROID_SDK_ROOT", "JAVA_HOME", "PUB_CACHE",
-	paths.EnvSocket, paths.EnvStateDir,
-}
+var bakedEnv = append(slices.Clone(wire.ToolchainEnv), paths.EnvSocket, paths.EnvStateDir)
 
 // servicePlatform is where and how one OS's service manager keeps the unit.
 type servicePlatform struct {

@@ -11,13 +11,16 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/fly-dev/fly/daemon/index"
+	"github.com/fly-dev/fly/daemon/loginenv"
 	"github.com/fly-dev/fly/daemon/loopback"
 
 	"github.com/fly-dev/fly/daemon"
 	"github.com/fly-dev/fly/daemon/dtd"
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
@@ -104,6 +107,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	upstreams := fs.String("upstreams", "", "the file of shared upstream MCP servers (default: upstreams.json in the config directory; - for none)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
+	loginEnv := fs.Bool("login-env", true, "fill what a client leaves out of a run's environment from your login shell's (Windows: your user environment)")
 	noConsole := fs.Bool("no-console", false, "log to flyd.log in the state directory, not stderr; on Windows also close the console window that a start at logon opens (flyctl service install runs flyd so)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: flyd run [flags]\n\nRuns flyd in the foreground; logs go to stderr (with --no-console, to flyd.log).\n\nFlags:\n%s\nExamples:\n  flyd run\n  FLY_SOCKET=/tmp/fly-test.sock flyd run --log-level debug\n  flyd run --no-console\n", fs.FlagUsages())
@@ -181,6 +185,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		DTDDir:          dtdDirOf(*dtdDir),
 		Listen:          *listen,
 		Subreaper:       true, // flyd is the process: its runs' orphans come back to it
+		LoginEnv:        loginEnvOf(*loginEnv, getenv, slog.New(h)),
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)
@@ -215,4 +220,22 @@ func dtdDirOf(flag string) string {
 		return ""
 	}
 	return flag
+}
+
+// loginEnvOf is the user's login environment, read once, at the first run
+// that needs it (a login shell costs tens of milliseconds); nil when
+// turned off. When it cannot be read, it is empty, and why is logged once.
+func loginEnvOf(on bool, getenv func(string) string, log *slog.Logger) func() (map[string]string, string) {
+	if !on {
+		return nil
+	}
+	return sync.OnceValues(func() (map[string]string, string) {
+		env, err := loginenv.Read(context.Background(), getenv)
+		if err != nil {
+			log.Warn("runs get the client's environment and flyd's toolchain variables only", logkey.Error, err)
+			return nil, ""
+		}
+		log.Info("login environment read", "source", env.Source, "vars", len(env.Vars))
+		return env.Vars, env.Source
+	})
 }

@@ -84,7 +84,8 @@ func validName(k string) bool {
 
 // Fill adds to env the variables of login that env lacks, never changing
 // one env has, and leaves out those that describe a shell rather than a
-// user (PWD, SHLVL …) and fly's own. It returns the names it added,
+// user (PWD, SHLVL …). (fly's own, FLY_SOCKET and the like, the runs
+// engine leaves out of every child's environment.) It returns the names it added,
 // sorted. Names compare as the OS compares them (sameName).
 func Fill(env map[string]string, login map[string]string) (added []string) {
 	have := make(map[string]bool, len(env))
@@ -109,5 +110,5 @@ func skip(k string) bool {
 	case "PWD", "OLDPWD", "SHLVL", "_", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT":
 		return true
 	}
-	return strings.HasPrefix(k, "FLY_")
+	return false
 }

@@ -10,11 +10,11 @@ func TestFill(t *testing.T) {
 	env := map[string]string{"PATH": "/client/bin", "HOME": "/home/u"}
 	login := map[string]string{"PATH": "/login/bin", "JAVA_HOME": "/jdk", "ANDROID_HOME": "/sdk", "PWD": "/x", "SHLVL": "2", "FLY_SOCKET": "/s", "TERM": "xterm"}
 	added := Fill(env, login)
-	if want := []string{"ANDROID_HOME", "JAVA_HOME"}; !slices.Equal(added, want) {
+	if want := []string{"ANDROID_HOME", "FLY_SOCKET", "JAVA_HOME"}; !slices.Equal(added, want) {
 		t.Errorf("Fill added %v, want %v", added, want)
 	}
-	if env["PATH"] != "/client/bin" || env["JAVA_HOME"] != "/jdk" || env["PWD"] != "" || env["FLY_SOCKET"] != "" {
-		t.Errorf("Fill = %v: the client's PATH kept, JAVA_HOME added, the shell's own and fly's left out", env)
+	if env["PATH"] != "/client/bin" || env["JAVA_HOME"] != "/jdk" || env["PWD"] != "" || env["SHLVL"] != "" {
+		t.Errorf("Fill = %v: the client's PATH kept, JAVA_HOME added, the shell's own left out", env)
 	}
 }
 

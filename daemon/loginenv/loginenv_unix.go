@@ -27,6 +27,18 @@ func read(ctx context.Context, getenv func(string) string) (Env, error) {
 	script := `printf '%s' "$1"; env -0; printf '%s' "$1"`
 	cmd := exec.CommandContext(ctx, shell, "-i", "-l", "-c", script, "fly-login-env", marker)
 	cmd.Stdin = nil // /dev/null: an rc file that reads gets EOF
+	// What login(1) gives a shell, not flyd's environment: flyd's came
+	// from whichever client started it, and the login's must be the
+	// user's alone.
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	for _, k := range []string{"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TMPDIR"} {
+		if v := getenv(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	if getenv("SHELL") == "" {
+		cmd.Env = append(cmd.Env, "SHELL="+shell)
+	}
 	var out bytes.Buffer
 	cmd.Stdout = &limited{w: &out, n: MaxBytes}
 	cmd.Stderr = io.Discard

@@ -78,4 +78,9 @@ type Config struct {
 	// daemon: it changes the whole process, and reaps every child that
 	// is not a run's leader.
 	Subreaper bool
+	// LoginEnv is the user's login environment and where it came from
+	// (daemon/loginenv), which fills what a session's client left out of
+	// the environment it passed: Start asks it for each run, so it must be
+	// cheap after its first call. nil: nothing is filled.
+	LoginEnv func() (vars map[string]string, source string)
 }

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/apperrors"
+	"github.com/fly-dev/fly/daemon/loginenv"
 	flypaths "github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/proc"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
 )
@@ -43,6 +46,8 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	if err := checkArgs(spec.Args); err != nil {
 		return nil, err
 	}
+	var envNote string
+	spec.Env, envNote = e.fillEnv(spec.Env)
 	exe, name, err := e.executable(spec)
 	if err != nil {
 		return nil, err
@@ -61,6 +66,9 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	}
 	r.begin(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), r.proc.pid, spec.Root),
 		spec.By, store.Action{What: "start", Outcome: "pid " + strconv.Itoa(r.proc.pid)})
+	if envNote != "" {
+		r.note(envNote)
+	}
 	e.log.Info("run started", logRun, r.id, logKind, spec.Kind, logPID, r.proc.pid, "root", spec.Root)
 	e.wg.Add(1)
 	go func() { // owned by the engine: ends when the process has exited
@@ -136,11 +144,60 @@ func (e *Engine) findFlutter(env map[string]string) (string, error) {
 		"and put its bin directory on the PATH your editor starts flyctl with, or set FLUTTER_ROOT, or start flyd with --flutter %s", ErrNoFlutter, path, flutterFlagExample)
 }
 
-// runEnv is the environment of a session's child: exactly the client's
-// (the editor's, as its shim sent it), not flyd's, whose variables come
-// from whichever client happened to start it. flyd's own FLY_* settings
-// (FLY_SOCKET, FLY_STATE_DIR) are left out. A session that sent no environment (an old shim, a bare
-// WebSocket client) gets flyd's.
+// maxFilledNames bounds the names a run's log lists of what was filled.
+const maxFilledNames = 12
+
+// fillEnv returns a copy of a session's environment with the gaps its
+// client left filled, never changing what the client passed: first from
+// the user's login environment (Config.LoginEnv), then the toolchain's
+// variables (wire.ToolchainEnv) from flyd's own, which a service carries.
+// Clients pass their servers very different environments (Codex seven
+// variables, the TypeScript SDK's stdio transport six), and a build
+// without JAVA_HOME fails for reasons the agent cannot see. note says,
+// once for the run's log, where its environment came from. A session
+// that sent none gets flyd's whole environment (runEnv), as before.
+func (e *Engine) fillEnv(env map[string]string) (map[string]string, string) {
+	if len(env) == 0 {
+		return env, "environment: flyd's own (the client passed none)"
+	}
+	out := maps.Clone(env)
+	var fromLogin, fromFlyd []string
+	source := ""
+	if e.cfg.LoginEnv != nil {
+		login, src := e.cfg.LoginEnv()
+		fromLogin, source = loginenv.Fill(out, login), src
+	}
+	own := map[string]string{}
+	for _, k := range wire.ToolchainEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			own[k] = v
+		}
+	}
+	fromFlyd = loginenv.Fill(out, own)
+	note := fmt.Sprintf("environment: %d variables from the client", len(env))
+	if len(fromLogin) > 0 {
+		note += fmt.Sprintf("; %d filled in from %s: %s", len(fromLogin), source, namesList(fromLogin))
+	}
+	if len(fromFlyd) > 0 {
+		note += fmt.Sprintf("; %d from flyd's own: %s", len(fromFlyd), namesList(fromFlyd))
+	}
+	return out, note
+}
+
+// namesList is names for a log line, at most maxFilledNames of them.
+func namesList(names []string) string {
+	if len(names) <= maxFilledNames {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:maxFilledNames], ", ") + fmt.Sprintf(" and %d more", len(names)-maxFilledNames)
+}
+
+// runEnv is the environment of a session's child: the client's (the
+// editor's, as its shim sent it) with its gaps filled (fillEnv), not
+// flyd's whole environment, whose variables come from whichever client
+// happened to start it. flyd's own FLY_* settings (FLY_SOCKET,
+// FLY_STATE_DIR) are left out. A session that sent no environment (an
+// old shim, a bare WebSocket client) gets flyd's.
 func runEnv(env map[string]string) []string {
 	if len(env) == 0 {
 		env = make(map[string]string)

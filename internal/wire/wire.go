@@ -115,6 +115,17 @@ const (
 	HeaderFullHeight = "X-Fly-Full-Height"
 )
 
+// ToolchainEnv are the variables of a user's Flutter toolchain: where
+// flutter, the Android SDK and Java are, the pub cache, the browser for
+// web runs, and the proxies. flyctl bakes them into the service it
+// installs and the configs of clients that start servers outside a shell
+// (Claude Desktop); flyd fills them from its own environment into a run
+// whose client passed fewer (after the user's login environment).
+var ToolchainEnv = []string{
+	"PATH", "FLUTTER_ROOT", "ANDROID_HOME", "ANDROID_SDK_ROOT", "JAVA_HOME", "PUB_CACHE", "CHROME_EXECUTABLE",
+	"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+}
+
 // MaxEnvVars bounds the variables DecodeEnv keeps.
 const MaxEnvVars = 4096
 
