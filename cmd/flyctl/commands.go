@@ -308,9 +308,11 @@ flyctl uninstall --client vscode`,
 			{
 				name:    "version",
 				summary: "print flyctl's version",
-				usage:   "flyctl version",
+				usage:   "flyctl version [--json]",
 				about:   versionAbout,
 				run:     handle(cmdVersion),
+				examples: `flyctl version
+flyctl version --json | jq -r .version`,
 			},
 		},
 	}).link()

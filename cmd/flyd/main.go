@@ -23,7 +23,6 @@ import (
 	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/paths"
-	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
 
@@ -75,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "version", "--version":
-		fmt.Fprintf(stdout, "flyd %s (protocol %d)\n", wire.Version, wire.Protocol)
+		fmt.Fprintln(stdout, versionLine())
 		return nil
 	case "run":
 		return runDaemon(ctx, args[1:], getenv, stderr)

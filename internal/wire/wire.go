@@ -11,10 +11,6 @@ import (
 	"time"
 )
 
-// Version is the release of this build. Release builds override it with
-// -ldflags "-X github.com/fly-dev/fly/internal/wire.Version=v1.2.3".
-var Version = "0.1.0-dev"
-
 // MCPRevisions are the MCP revisions flyd knows, oldest first: those it
 // serves and those an upstream's "protocol" may pin.
 var MCPRevisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", SessionlessRevision}
