@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/coder/websocket"
@@ -115,7 +116,13 @@ func (r *Relay) dropped(cause error, st *state) error {
 	keep := st.tr.kept()
 	reason := lostReason(cause)
 	n := st.fl.fail(restartedMessage+" (the connection was lost: "+reason+")", r.out, keep)
-	r.log.Warn("lost the connection to flyd; reconnecting", keyReason, reason, keyCount, n)
+	// A warning only when the client saw requests fail: a reconnect that
+	// no request noticed is nothing to act on.
+	level := slog.LevelInfo
+	if n > 0 {
+		level = slog.LevelWarn
+	}
+	r.log.Log(context.Background(), level, "lost the connection to flyd; reconnecting", keyReason, reason, keyCount, n)
 	return r.out.failed()
 }
 

@@ -142,7 +142,10 @@ type Config struct {
 	Stdout io.Writer
 
 	// Log receives diagnostics (it should write to stderr, never to
-	// Stdout). Nil discards them.
+	// Stdout). Nil discards them. What the user may have to act on is a
+	// warning or an error; what went as it should (flyd started, a
+	// reconnect no request noticed) is info, which flyctl mcp hides by
+	// default.
 	Log *slog.Logger
 }
 

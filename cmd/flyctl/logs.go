@@ -22,8 +22,13 @@ prefix of one (see flyctl runs); --latest takes the newest run or build
 of the workspace that contains the current directory, else of any
 workspace.
 
-Output: one line per entry, "<stream> <text>", where stream is stdout,
-stderr, event (flutter's --machine events) or fly (flyd's own notes);
+Output: one line per entry, "<stream> <text>", where stream is one of
+  stdout  what the app or the tool printed
+  stderr  what it printed as an error
+  error   a framework error the app reported on its VM service, as
+          flutter renders it (flyctl errors lists them deduplicated)
+  event   a flutter --machine event (app.progress, app.started …)
+  fly     flyd's own notes: how it started the run, how it ended …
 -t puts the local time (15:04:05.000) in front. The text is the app's:
 its escape sequences and other control and format characters are shown
 escaped (\x1b[31m, \u202e), one entry to a line (\n); --raw prints it

@@ -18,6 +18,7 @@ import (
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/logring"
 )
 
 // follower is a "flyctl logs tail -f" running in the background.
@@ -559,5 +560,18 @@ func TestTailColour(t *testing.T) {
 	}
 	if isTerminal(&b) {
 		t.Errorf("isTerminal(a buffer) = true")
+	}
+}
+
+// TestLogsTailHelpStreams: logs tail --help names every stream a run's
+// log has, each with what it holds, and colours each on a terminal.
+func TestLogsTailHelpStreams(t *testing.T) {
+	for _, s := range []logring.Stream{logring.Stdout, logring.Stderr, logring.Error, logring.Event, logring.Fly} {
+		if !strings.Contains(logsTailAbout, "\n  "+string(s)+" ") {
+			t.Errorf("logs tail --help does not explain the stream %q:\n%s", s, logsTailAbout)
+		}
+		if _, ok := streamColor[string(s)]; !ok {
+			t.Errorf("the stream %q has no colour", s)
+		}
 	}
 }

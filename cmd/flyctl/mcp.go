@@ -24,14 +24,18 @@ import (
 var mcpAbout = fmt.Sprintf(`Relays an MCP client's stdio stream (newline-delimited JSON-RPC) to flyd,
 the per-user daemon, so every editor shares one workspace index, one set of
 flutter runs and their logs. Put this command in your editor's MCP config.
-stdout carries only the protocol; diagnostics go to stderr.
+stdout carries only the protocol. stderr carries only what you may have to
+act on: warnings and errors (editors show it as errors); --log-level info
+adds what went as it should (flyd started, a reconnect), debug more.
 
 The session is bound to a workspace root: --workspace if given, else the
 project the current directory is in (the nearest pubspec.yaml, else the top
 of its git repository, else the directory itself). /, your home directory
 and its ancestors are refused. The flutter processes the session starts get
-this process's whole environment (the editor's), so CHROME_EXECUTABLE,
-proxies and the like reach them. If no flyd answers, it starts one: the flyd user service if
+this process's environment (the editor's), so CHROME_EXECUTABLE, proxies
+and the like reach them; what the editor left out flyd fills from your
+login environment and its own toolchain variables (JAVA_HOME, ANDROID_HOME
+…), never changing what the editor passed. If no flyd answers, it starts one: the flyd user service if
 'flyctl service install' installed it, else flyd in the background (the
 flyd binary next to flyctl, else on PATH, or the one given with
 --flyd PATH), which keeps running after the editor exits and logs to
@@ -57,6 +61,7 @@ type mcpOptions struct {
 	reconnectTimeout time.Duration
 	tools            []string
 	disable          []string
+	logLevel         string
 }
 
 func (o *mcpOptions) flags(fs *pflag.FlagSet) {
@@ -66,6 +71,7 @@ func (o *mcpOptions) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.reconnectTimeout, "reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
 	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools: presets (all, app), categories, names or globs, comma-separated (default: all)")
 	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out: names, categories or globs like dart_pub* (repeatable)")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "what the shim writes to stderr, from `LEVEL` on: debug, info, warn or error")
 	_ = fs.MarkHidden("flyd") // it is defined just above
 }
 
@@ -110,6 +116,10 @@ func cmdMCP(ctx context.Context, c *call, o *mcpOptions) error {
 	if _, err := toolfilter.Parse(o.tools, o.disable); err != nil {
 		return usagef("mcp: %v", err)
 	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usagef("mcp: --log-level: %q is not debug, info, warn or error", o.logLevel)
+	}
 	reconnect := o.reconnectTimeout
 	if reconnect == 0 {
 		reconnect = -1 // shim.Config: never reconnect
@@ -136,7 +146,7 @@ func cmdMCP(ctx context.Context, c *call, o *mcpOptions) error {
 		argv = []string{flyd, "run"}
 	}
 
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 	// The relay waits on two descriptors and does little between: one P
 	// runs it like an event loop, and the runtime has no idle P to wake a
 	// thread for on every message. (On the 2-core test machine the p50 of

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wine"
@@ -81,6 +83,7 @@ func TestMCPUsageErrors(t *testing.T) {
 		{[]string{"--reconnect-timeout", "-1s"}, "must not be negative"},
 		{[]string{"--flyd", file}, "is not executable"},
 		{[]string{"--flyd", filepath.Join(dir, "missing")}, "no such file"},
+		{[]string{"--log-level", "loud"}, `--log-level: "loud" is not debug, info, warn or error`},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
@@ -301,5 +304,36 @@ func TestMCPWorkspaceRoot(t *testing.T) {
 	err := run(context.Background(), []string{"mcp"}, mcpEnv(home, "HOME", home), strings.NewReader(""), &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "home directory") {
 		t.Errorf("flyctl mcp in $HOME = %v, want a refusal", err)
+	}
+}
+
+// TestMCPQuietByDefault: the shim that starts flyd writes nothing to
+// stderr (an editor shows every line of it as an error); --log-level
+// info says that it started flyd.
+func TestMCPQuietByDefault(t *testing.T) {
+	_, flyctl := flytest.Binaries(t)
+	for _, tc := range []struct {
+		args []string
+		want string // on stderr; "" for nothing at all
+	}{
+		{nil, ""},
+		{[]string{"--log-level", "info"}, `level=INFO msg="started flyd"`},
+	} {
+		e := flytest.NewEnv(t) // its own flyd, started by the shim
+		root := flutterProject(t)
+		cmd := exec.Command(flyctl, append([]string{"mcp", "--workspace", root}, tc.args...)...)
+		cmd.Env = e.Vars
+		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}` + "\n")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("flyctl mcp %q: %v\n%s", tc.args, err, &stderr)
+		}
+		if !strings.Contains(stdout.String(), `"id":1,"result"`) {
+			t.Errorf("flyctl mcp %q answered %q, want the result of initialize", tc.args, &stdout)
+		}
+		if got := stderr.String(); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("flyctl mcp %q wrote to stderr:\n%s\nwant %q", tc.args, got, tc.want)
+		}
 	}
 }

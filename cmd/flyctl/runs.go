@@ -109,9 +109,18 @@ const runsAbout = `Lists the flutter runs and builds that flyd knows of, newest 
 default those of the workspace that contains the current directory (or
 --workspace DIR), plus every live one elsewhere; --all lists every run
 flyd keeps, one-shot tools (devices, doctor, create) included (it keeps
-the last 100 finished ones for a week by default). STARTED is relative on a terminal
-and RFC 3339 otherwise. --json prints {"runs": [...]} with flyd's run
-records; their fields may grow but never change meaning.`
+the last 100 finished ones for a week by default). The columns:
+  EXIT     the exit code of a run that has ended (- while it runs)
+  ERRORS   the app's framework errors (a flutter run's): how many distinct
+           ones since its last hot reload or restart, then, when it
+           differs, how many times it reported any in all, repeats and
+           older ones included: "2 (17×)" (flyctl errors RUN lists them)
+  STARTED  relative on a terminal, RFC 3339 otherwise
+  BY       the MCP client that started it, as it names itself (flyd for
+           an upstream server it runs)
+A claim on a live run, and the last thing a client did to it, follow
+the table. --json prints {"runs": [...]} with flyd's run records; their
+fields may grow but never change meaning.`
 
 type runsOptions struct {
 	all       bool
@@ -213,11 +222,7 @@ func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error 
 		if r.ExitCode != nil {
 			exit = strconv.Itoa(*r.ExitCode)
 		}
-		by := "-"
-		if r.StartedBy != nil {
-			by = r.StartedBy.Client
-		}
-		row(tw, r.RunID, r.Kind, r.State, exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), by, r.Root, shellJoin(r.Argv))
+		row(tw, r.RunID, r.Kind, r.State, exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), startedBy(r), r.Root, shellJoin(r.Argv))
 		if r.Claim != nil {
 			claims = append(claims, fmt.Sprintf("%s is claimed by %q until %s%s", r.RunID, r.Claim.By.Client, r.Claim.Until.Local().Format("15:04:05"), quotedNote(r.Claim.Note)))
 		}
@@ -228,6 +233,9 @@ func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if note := errorsNote(runs); note != "" {
+		claims = append([]string{note}, claims...)
+	}
 	for _, c := range claims {
 		if _, err := fmt.Fprintln(w, safetext.Line(c)); err != nil {
 			return err
@@ -236,8 +244,9 @@ func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error 
 	return nil
 }
 
-// errorCount is a run's errors for a table: those since the last reload,
-// and in all when they differ ("2 (7)"); "-" for what keeps none.
+// errorCount is a run's errors for a table: the distinct ones since the
+// last reload, and how many times the app reported any in all when that
+// differs ("2 (17×)"); "-" for what keeps none.
 func errorCount(e *wire.Errors) string {
 	switch {
 	case e == nil:
@@ -245,7 +254,33 @@ func errorCount(e *wire.Errors) string {
 	case e.Total == e.Current:
 		return strconv.Itoa(e.Current)
 	}
-	return fmt.Sprintf("%d (%d)", e.Current, e.Total)
+	return fmt.Sprintf("%d (%d×)", e.Current, e.Total)
+}
+
+// errorsNote is the line under a table of runs that says what ERRORS
+// holds, when a row counts errors in two ways; "" otherwise.
+func errorsNote(runs []runInfo) string {
+	for _, r := range runs {
+		if e := r.Errors; e != nil && e.Total != e.Current {
+			return "ERRORS: distinct errors since the last hot reload or restart (N×: reported N times in all); flyctl errors RUN lists them"
+		}
+	}
+	return ""
+}
+
+// startedBy is who started a run, for a table: the client's name, flyd
+// for an upstream server; "-" when the record does not say (a run older
+// than the field).
+func startedBy(r runInfo) string {
+	switch {
+	case r.StartedBy != nil && r.StartedBy.Client != "":
+		return r.StartedBy.Client
+	case r.StartedBy != nil:
+		return "unnamed" // a client that gave no name
+	case r.Kind == "upstream":
+		return "flyd"
+	}
+	return "-"
 }
 
 func quotedNote(note string) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/ipc"
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -164,8 +165,45 @@ func TestCLIAgainstFlyd(t *testing.T) {
 		if out := mustFlyctl(t, e.Getenv, "runs", "--json"); strings.TrimSpace(out) != "{\n  \"runs\": [],\n  \"apps\": []\n}" {
 			t.Errorf("runs --json elsewhere = %q, want an empty list", out)
 		}
+		// A build lists the client that started it, as a run does.
+		var build struct {
+			BuildID string `json:"build_id"`
+		}
+		callTool(t, cs, "flutter_build", map[string]any{"platform": "linux"}, &build)
+		n.add(build.BuildID, "<BUILD>")
 		checkGolden(t, "cli/runs_stopped.golden", norm(mustFlyctl(t, e.Getenv, "runs", "--all")))
 	})
+}
+
+// TestRunsTableGolden: the runs table says who started each run and
+// build, and a line under it says what ERRORS holds when a row counts
+// errors in two ways; status says the same of its live runs.
+func TestRunsTableGolden(t *testing.T) {
+	at := time.Date(2026, 5, 1, 9, 30, 0, 0, time.Local)
+	code := 0
+	runs := []runInfo{
+		{RunID: "01run", Kind: "run", State: "running", Root: "/src/app", Argv: []string{"flutter", "run", "--machine", "-d", "linux"}, StartedAt: at,
+			StartedBy: &wire.Actor{Client: "claude-code"}, Errors: &wire.Errors{Total: 17, Distinct: 3, Current: 2}},
+		{RunID: "01bld", Kind: "build", State: "exited", ExitCode: &code, Root: "/src/app", Argv: []string{"flutter", "build", "linux"}, StartedAt: at,
+			StartedBy: &wire.Actor{Client: "cursor-vscode"}},
+		{RunID: "01old", Kind: "run", State: "stopped", ExitCode: &code, Root: "/src/app", Argv: []string{"flutter", "run", "--machine"}, StartedAt: at,
+			Errors: &wire.Errors{Total: 1, Distinct: 1, Current: 1}},
+		{RunID: "01up", Kind: "upstream", State: "running", Root: "/src/app", Argv: []string{"dart", "mcp-server"}, StartedAt: at},
+		{RunID: "01anon", Kind: "tool", State: "exited", ExitCode: &code, Root: "/src/app", Argv: []string{"flutter", "devices", "--machine"}, StartedAt: at,
+			StartedBy: &wire.Actor{}},
+	}
+	var b strings.Builder
+	if err := writeRunsTable(&b, runs, at, false); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString("\n")
+	st := &wire.Status{Version: "1.2.3", Protocol: 1, PID: 42, UptimeSec: 61, Socket: "/run/fly.sock", StateDir: "/state",
+		Runs: []wire.Run{runs[0], runs[3]}}
+	if err := writeStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.NewReplacer(at.Format(time.RFC3339), "<TIME>", paths.Paths{StateDir: "/state"}.DB(), "<STATE>/fly.db").Replace(b.String())
+	checkGolden(t, "cli/runs_table.golden", out)
 }
 
 // TestCLINoFlyd: every verb that needs flyd fails with exit 1 and the

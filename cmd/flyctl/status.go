@@ -21,8 +21,13 @@ import (
 // statusAbout is what flyctl status --help says it does.
 const statusAbout = `Shows the daemon's version, pid, uptime, socket, state directory and the
 size of its database, then its workspaces, its MCP sessions (client,
-peer pid, workspace), its live runs and its shared upstream MCP servers. --json prints flyd's status
-document as is; its fields may grow but never change meaning.
+peer pid, workspace), its live runs and its shared upstream MCP servers.
+A live run's ERRORS are the app's framework errors: how many distinct
+ones since its last hot reload or restart, then, when it differs, how
+many times it reported any in all ("2 (17×)"; flyctl errors RUN lists
+them); CLAIMED BY is the client holding it (its reloads and stops are
+refused to others until then). --json prints flyd's status document as
+is; its fields may grow but never change meaning.
 
 Exits 1 when flyd is not running.`
 
@@ -93,6 +98,12 @@ func writeStatus(stdout io.Writer, st *wire.Status) error {
 			claim = r.Claim.By.Client + " until " + r.Claim.Until.Local().Format("15:04")
 		}
 		row(tw, r.RunID, r.Kind, r.State, pid, errorCount(r.Errors), claim, startedAt(r.StartedAt, now, tty), r.Root)
+	}
+	if note := errorsNote(st.Runs); note != "" {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, note)
 	}
 	if len(st.Apps) > 0 {
 		fmt.Fprintf(tw, "\nEXTERNAL APP\tNAME\tIDE\tSINCE\tWORKSPACE\n")

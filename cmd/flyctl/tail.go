@@ -217,9 +217,10 @@ func (t *tailer) handle(l logLine) error {
 // ANSI colours of the streams on a terminal.
 var streamColor = map[string]string{
 	"stdout": "",
-	"stderr": "\x1b[31m", // red
-	"event":  "\x1b[36m", // cyan
-	"fly":    "\x1b[35m", // magenta
+	"stderr": "\x1b[31m",   // red
+	"error":  "\x1b[1;31m", // bold red
+	"event":  "\x1b[36m",   // cyan
+	"fly":    "\x1b[35m",   // magenta
 }
 
 const (

@@ -52,7 +52,10 @@ func freePort(t *testing.T) string {
 // TestDashboardInBrowser drives the dashboard in headless Chromium: a run
 // started through the shim appears, its new log lines appear live, Stop
 // stops it (checked by pid), the API refuses a request without the
-// cookie, and the page reconnects by itself after flyd restarts.
+// cookie, and the page reconnects by itself after flyd restarts. A page
+// opened then lists the ended run by its app's name, with its log (the
+// machine events hidden until the toggle shows them) and its errors; and
+// no request of the page's own fails, its icon's included.
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
 	chromium := chromiumPath(t)
@@ -169,12 +172,39 @@ func TestDashboardInBrowser(t *testing.T) {
 	if key := strings.TrimSpace(string(tok)); strings.Contains(saw, key) || strings.Contains(strings.ToLower(saw), "cookie:") {
 		t.Fatalf("the other port received a credential:\n%s", saw)
 	}
-	for _, want := range []string{"run-listed", "log-live", "errors-panel", "stopped", "reconnected"} {
+	for _, want := range []string{"run-listed", "log-live", "errors-panel", "stopped", "reconnected", "finished-listed", "finished-log", "clean-live", "clean-finished"} {
 		if steps[want] == nil {
 			t.Fatalf("the browser never reached %s (steps %v)\n%s", want, steps, stderr.String())
 		}
 	}
 	if errs, _ := steps["reconnected"]["errors"].([]any); len(errs) > 0 {
 		t.Fatalf("page errors: %v", errs)
+	}
+	if s := steps["finished-listed"]; s["app"] != "demo" || s["device"] != "linux" || s["by"] != "agent" || s["no_runs_hidden"] != true {
+		t.Errorf("the ended run after a restart = %v, want it listed as the app demo on linux, started by agent", s)
+	}
+	s := steps["finished-log"]
+	if lines, _ := s["lines"].(float64); lines < 5 || !strings.HasPrefix(s["state"].(string), "ended: stopped") || !strings.Contains(s["stdout"].(string), "Launching lib/main.dart on Linux") {
+		t.Errorf("the ended run's log = %v, want the app's lines from the store and how it ended", s)
+	}
+	if events, _ := s["events"].(float64); events == 0 || s["visible_before"] != float64(0) || s["visible_after"] != events {
+		t.Errorf("machine events = %v: want some, all hidden by default and all shown by the toggle", s)
+	}
+	if want := "2× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12"; s["error"] != want {
+		t.Errorf("the ended run's errors panel = %q, want %q (from its log)", s["error"], want)
+	}
+	if s := steps["clean-finished"]; s["visible_again"] != float64(0) {
+		t.Errorf("the toggle unchecked again shows %v events, want none", s["visible_again"])
+	}
+	if s := steps["clean-live"]; fmt.Sprint(s["favicon"]) != "[200 image/svg+xml]" {
+		t.Errorf("GET /favicon.ico without the token = %v, want 200 and an SVG", s["favicon"])
+	}
+	for _, step := range []string{"clean-live", "clean-finished"} {
+		if p, _ := steps[step]["problems"].([]any); len(p) > 0 {
+			t.Errorf("the page's requests or console at %s: %v, want no failure and no error", step, p)
+		}
+	}
+	if errs, _ := steps["clean-finished"]["errors"].([]any); len(errs) > 0 {
+		t.Errorf("page errors: %v", errs)
 	}
 }

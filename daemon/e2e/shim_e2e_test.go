@@ -253,7 +253,8 @@ func TestShimsStartOneFlyd(t *testing.T) {
 	e := flytest.NewEnv(t)
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() {}\n"})
-	a, b := newShimProc(t, e, root), newShimProc(t, e, root)
+	// Starting flyd is logged at info, which the shim hides by default.
+	a, b := newShimProc(t, e, root, "--log-level", "info"), newShimProc(t, e, root, "--log-level", "info")
 	for _, p := range []*shimProc{a, b} {
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -24,13 +24,24 @@ func addDashboard(mux *http.ServeMux) {
 		w.Header().Set("Cache-Control", "no-store")
 		http.ServeFileFS(w, r, sub, "index.html")
 	})
+	// Browsers ask for /favicon.ico by themselves, whatever the page
+	// says: it is the dashboard's icon, so that no request of the page
+	// fails.
+	mux.HandleFunc("GET "+faviconPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "no-store")
+		http.ServeFileFS(w, r, sub, "favicon.svg")
+	})
 }
+
+// faviconPath is where browsers look for a site's icon.
+const faviconPath = "/favicon.ico"
 
 // Public reports whether path is one of the dashboard's static
 // files, which hold no data and so are served without the token (a
-// browser's navigation cannot send one).
+// browser's navigation, or its request for the icon, cannot send one).
 func Public(path string) bool {
-	return path == "/" || strings.HasPrefix(path, "/dashboard/")
+	return path == "/" || path == faviconPath || strings.HasPrefix(path, "/dashboard/")
 }
 
 // SetPageHeaders sets what every response carries so that no page of

@@ -25,6 +25,9 @@ import (
 type runsReply struct {
 	Runs []wire.Run `json:"runs"`
 	Apps []wire.App `json:"apps"` // found outside fly
+	// Projects names the project at each root of runs that has a
+	// pubspec.yaml with a name: what the dashboard calls a run's app.
+	Projects map[string]string `json:"projects"`
 }
 
 // list answers GET /v1/runs: the runs of every workspace (all=1 is the
@@ -56,7 +59,11 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}
-	reply := runsReply{Runs: infos, Apps: []wire.App{}}
+	roots := make([]string, 0, len(infos))
+	for _, r := range infos {
+		roots = append(roots, r.Root)
+	}
+	reply := runsReply{Runs: infos, Apps: []wire.App{}, Projects: projectNames(roots)}
 	if a.cfg.Apps != nil {
 		reply.Apps = a.cfg.Apps(root)
 	}

@@ -21,6 +21,9 @@ func TestHTTPRunsListGetStop(t *testing.T) {
 	if len(list.Runs) != 1 || list.Runs[0].RunID != r.ID() || list.Runs[0].State != "running" {
 		t.Fatalf("GET /v1/runs = %+v, want run %s running", list.Runs, r.ID())
 	}
+	if want := map[string]string{a.root: "demo"}; !reflect.DeepEqual(list.Projects, want) {
+		t.Errorf("GET /v1/runs: projects = %v, want %v (the pubspec's name)", list.Projects, want)
+	}
 	for _, q := range []string{"?all=1", "?root=" + url.QueryEscape(a.root), "?all=true&root=" + url.QueryEscape(a.root)} {
 		var l runsReply
 		a.getJSON(t, "GET", "/v1/runs"+q, 200, &l)

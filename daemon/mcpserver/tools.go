@@ -252,7 +252,8 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.s.cfg.BuildTimeout)
 	defer cancel()
-	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindBuild, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxBuilds,
+	by := actor(sess)
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindBuild, Root: sess.ws.Root(), Env: sess.Env(), Max: t.s.cfg.MaxBuilds, By: &by,
 		Args: append([]string{"build", sub}, args...)})
 	if le := (*runs.LimitError)(nil); errors.As(err, &le) {
 		return nil, BuildResult{}, fmt.Errorf("%d builds are already running in this workspace (%s): wait for one, stop one with flutter_stop, or start flyd with a higher --max-builds",
@@ -357,7 +358,8 @@ func (t tools) oneShot(ctx context.Context, req *mcp.CallToolRequest, timeout ti
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindTool, Root: sess.ws.Root(), Env: sess.Env(), Args: args})
+	by := actor(sess)
+	r, err := t.s.runs.Start(ctx, runs.Spec{Kind: store.KindTool, Root: sess.ws.Root(), Env: sess.Env(), By: &by, Args: args})
 	if err != nil {
 		return nil, err
 	}

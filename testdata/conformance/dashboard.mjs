@@ -9,7 +9,10 @@
 //   FLY_BENCH_LINES  if set, only measure the log's latency to the DOM
 //             over that many lines and print it
 // It prints one JSON line per step on stdout and, at the restart step,
-// waits for a line on stdin saying flyd is back.
+// waits for a line on stdin saying flyd is back. Two steps list the
+// page's problems (a console error, a failed request, an answer of 400 or
+// more) while it shows a live run and, after flyd's restart, an ended
+// one: there must be none (the steps between make some on purpose).
 import { chromium } from "playwright-core";
 import readline from "node:readline";
 
@@ -28,7 +31,14 @@ try {
   const page = await context.newPage();
   page.setDefaultTimeout(60000); // a hang detector
   const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+  let problems = [];
+  const watch = (p) => {
+    p.on("pageerror", (e) => errors.push(String(e)));
+    p.on("console", (m) => { if (m.type() === "error") problems.push(`console: ${m.text()}`); });
+    p.on("requestfailed", (r) => problems.push(`failed: ${r.method()} ${r.url()}: ${(r.failure() || {}).errorText}`));
+    p.on("response", (r) => { if (r.status() >= 400) problems.push(`${r.status()}: ${r.request().method()} ${r.url()}`); });
+  };
+  watch(page);
   await page.goto(process.env.FLY_URL);
   out({ step: "login", url_has_token: page.url().includes("token="), title: await page.title(),
     cookies: (await context.cookies()).length });
@@ -80,6 +90,9 @@ try {
   await page.waitForFunction(() => /^2× /.test((document.querySelector("#errors-list li") || {}).textContent || ""));
   out({ step: "errors-panel", text: await firstError.textContent(), count: await row.locator(".errors-count").textContent() });
   if (process.env.FLY_SHOT) await page.screenshot({ path: process.env.FLY_SHOT, fullPage: true });
+  // The icon a browser asks for by itself is served without the token.
+  const favicon = await page.evaluate(async () => { const r = await fetch("/favicon.ico", { credentials: "omit" }); return [r.status, r.headers.get("content-type")]; });
+  out({ step: "clean-live", problems, favicon });
 
   // Nothing the browser sends by itself opens the API: a request without
   // the page's Authorization header is refused.
@@ -117,6 +130,34 @@ try {
   }, pid);
   await row.locator(".state", { hasText: "stopped" }).waitFor();
   out({ step: "reconnected", errors });
+
+  // A new page, of a flyd that never saw the run live, lists the ended run
+  // from flyd's records, by its app's name, with its log from the store:
+  // the app's lines, flutter's machine events hidden until the toggle
+  // shows them, and the errors the log holds.
+  await page.close();
+  const fresh = await context.newPage();
+  fresh.setDefaultTimeout(60000);
+  problems = [];
+  watch(fresh);
+  await fresh.goto(process.env.FLY_URL);
+  const ended = fresh.locator(`tr[data-run="${run}"]`);
+  await ended.locator(".state", { hasText: "stopped" }).waitFor();
+  out({ step: "finished-listed", app: await ended.locator("td.app").textContent(), device: await ended.locator("td.device").textContent(),
+    by: await ended.locator("td.by").textContent(), no_runs_hidden: await fresh.locator("#no-runs").isHidden() });
+  await ended.locator("a.run").click();
+  await fresh.waitForFunction(() => /^ended/.test(document.querySelector("#log-state").textContent) &&
+    document.querySelectorAll("#log-lines .line").length > 0 && document.querySelector("#errors-list li"));
+  const visibleEvents = () => fresh.evaluate(() => [...document.querySelectorAll("#log-lines .stream-event")].filter((d) => d.checkVisibility()).length);
+  const hidden = await visibleEvents();
+  await fresh.locator("#show-events").check();
+  const shown = await visibleEvents();
+  out({ step: "finished-log", state: await fresh.locator("#log-state").textContent(), lines: await fresh.locator("#log-lines .line").count(),
+    stdout: (await fresh.locator("#log-lines .stream-stdout").allTextContents()).join("\n"),
+    events: await fresh.locator("#log-lines .stream-event").count(), visible_before: hidden, visible_after: shown,
+    error: await fresh.locator("#errors-list li").first().textContent() });
+  await fresh.locator("#show-events").uncheck();
+  out({ step: "clean-finished", problems, visible_again: await visibleEvents(), errors });
 } finally {
   await browser.close();
   rl.close();

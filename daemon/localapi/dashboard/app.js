@@ -1,6 +1,9 @@
 // The fly dashboard: it follows GET /v1/events (flyd's status, sent again
 // on every change) and a selected run's GET /v1/runs/{id}/logs?follow=1,
 // resuming after the last seq it showed when the connection comes back.
+// The runs that have ended, and the names of their projects, come from
+// GET /v1/runs once a connection starts and when a run of a root it has
+// not named appears: the page never polls.
 // The token comes once in the address's fragment (#token=..., which the
 // browser never sends to a server), is kept in sessionStorage (per
 // origin, port included: no other local server can read it, as it could
@@ -22,7 +25,9 @@ function api(path, init = {}) {
 }
 
 const $ = (sel) => document.querySelector(sel);
-const runs = new Map();   // run_id -> wire.Run, live and recently ended
+const runs = new Map();   // run_id -> wire.Run, live and ended
+const projects = new Map(); // root -> the name of its pubspec.yaml
+const asked = new Set();  // roots GET /v1/runs was asked to name
 const progress = new Map(); // run_id -> newest log line of a build
 let selected = null;      // the run whose log is shown
 let logAbort = null;
@@ -85,6 +90,43 @@ function device(r) {
   return i >= 0 ? r.argv[i + 1] : "";
 }
 
+// appName is what a run's App column says: its project's name (from its
+// pubspec.yaml), else the last element of its root.
+function appName(r) {
+  return projects.get(r.root) || (r.root || "").split(/[\\/]/).filter(Boolean).pop() || "";
+}
+
+const isLive = (r) => r.state === "running" || r.state === "starting";
+
+// listed reports whether the runs table shows r: runs and builds (and the
+// apps fly follows), not one-shot tools nor upstream servers, which have
+// their own section.
+const listed = (r) => r.kind !== "tool" && r.kind !== "upstream";
+
+// loadRuns reads every run flyd keeps, the ended ones with their final
+// records, and the names of their projects.
+let loading = null;
+function loadRuns() {
+  if (loading) return loading;
+  loading = (async () => {
+    try {
+      const resp = await api("/v1/runs");
+      if (!resp.ok) return;
+      const list = await resp.json();
+      for (const [root, name] of Object.entries(list.projects || {})) projects.set(root, name);
+      for (const r of list.runs || []) {
+        asked.add(r.root);
+        const known = runs.get(r.run_id);
+        // The status says what is live; an ended run's record is final.
+        if (!listed(r) || (known && isLive(r) && !isLive(known))) continue;
+        runs.set(r.run_id, r);
+      }
+      renderRuns();
+    } catch (e) { /* the next connection asks again */ } finally { loading = null; }
+  })();
+  return loading;
+}
+
 function bytes(n) {
   if (!n) return "-";
   const u = ["B", "KiB", "MiB", "GiB"]; let i = 0;
@@ -122,9 +164,14 @@ function renderStatus(st) {
   }
   // Runs: the live ones from the status; an ended one is fetched once.
   const live = new Set();
-  for (const r of st.runs || []) { runs.set(r.run_id, r); live.add(r.run_id); }
+  let unnamed = false;
+  for (const r of (st.runs || []).filter(listed)) {
+    runs.set(r.run_id, r); live.add(r.run_id);
+    if (!asked.has(r.root)) { asked.add(r.root); unnamed = true; }
+  }
+  if (unnamed) loadRuns();
   for (const [id, r] of runs) {
-    if (!live.has(id) && (r.state === "running" || r.state === "starting")) {
+    if (!live.has(id) && isLive(r)) {
       r.state = "ending…";
       api(`/v1/runs/${encodeURIComponent(id)}`)
         .then((x) => x.ok ? x.json() : null).then((x) => { if (x) { runs.set(id, x); renderRuns(); } });
@@ -152,7 +199,7 @@ function renderRuns() {
   const list = [...runs.values()].sort((a, b) => b.started_at.localeCompare(a.started_at));
   $("#no-runs").hidden = list.length > 0;
   tb.replaceChildren(...list.map((r) => {
-    const live = r.state === "running" || r.state === "starting";
+    const live = isLive(r);
     const actions = el("td", {});
     if (live && r.kind === "run") {
       actions.append(el("button", { type: "button", "data-action": "reload", onclick: () => post(`/v1/runs/${r.run_id}/reload`) }, "Hot reload"), " ",
@@ -161,8 +208,10 @@ function renderRuns() {
     if (live) actions.append(el("button", { type: "button", class: "danger", "data-action": "stop", onclick: () => post(`/v1/runs/${r.run_id}/stop`) }, "Stop"));
     const tr = el("tr", { "data-run": r.run_id, class: r.run_id === selected ? "selected" : "" },
       el("td", {}, el("a", { class: "run mono", onclick: () => select(r.run_id) }, r.run_id)),
-      el("td", {}, r.kind), el("td", { class: "state state-" + r.state }, r.state), el("td", { class: "mono" }, r.app_id || ""),
-      el("td", {}, device(r)), el("td", {}, duration(r)), el("td", {}, r.exit_code ?? ""),
+      el("td", {}, r.kind), el("td", { class: "state state-" + r.state }, r.state),
+      el("td", { class: "app", title: [r.app_id, r.root].filter(Boolean).join(" — ") }, appName(r)),
+      el("td", { class: "device" }, device(r)), el("td", {}, duration(r)), el("td", {}, r.exit_code ?? ""),
+      el("td", { class: "by" }, r.started_by ? r.started_by.client || "unnamed" : r.kind === "upstream" ? "flyd" : "-"),
       el("td", { class: r.errors && r.errors.current ? "errors-count" : "muted" }, r.errors ? String(r.errors.current) : ""),
       el("td", { class: "muted" }, r.kind !== "run" && live ? (progress.get(r.run_id) || "") : (r.error || ""),
         r.claim ? el("div", { class: "claim" }, `claimed by ${r.claim.by.client} until ${new Date(r.claim.until).toLocaleTimeString()}` + (r.claim.note ? `: ${r.claim.note}` : "")) : "",
@@ -196,22 +245,46 @@ function flushLines() {
     const text = e.type === "gap" ? `… ${e.text}` : `${e.seq} ${new Date(e.time).toLocaleTimeString()} ${e.text}`;
     const div = el("div", { class: "line stream-" + (e.stream || "fly"), "data-seq": e.seq, "data-time": e.time }, text);
     if (re && !re.test(text)) div.hidden = true;
+    if (e.stream === "event") events++;
     frag.append(div);
   }
   pre.append(frag);
-  for (let extra = pre.childElementCount - 5000; extra > 0; extra--) pre.firstElementChild.remove();
+  for (let extra = pre.childElementCount - 5000; extra > 0; extra--) {
+    if (pre.firstElementChild.classList.contains("stream-event")) events--;
+    pre.firstElementChild.remove();
+  }
+  $("#events-count").textContent = `(${events})`;
   if (atBottom) pre.scrollTop = pre.scrollHeight;
+}
+
+// Machine events (flutter's --machine protocol: app.progress, app.started
+// …) are hidden unless the toggle shows them: a run's log is the app's.
+let events = 0;
+function showEvents() {
+  $("#log-lines").classList.toggle("hide-events", !$("#show-events").checked);
 }
 
 // The errors panel follows the selected run's GET /v1/runs/{id}/errors?follow=1:
 // each page holds the errors that changed, which replace what it showed.
+// flyd keeps a run's error list in memory only: the panel of an ended run
+// lists the errors of its log instead (the error stream: each as flutter
+// rendered it), deduplicated as flyd does.
 let errorsAbort = null;
+let logErrors = null; // summary -> {count, where}, for an ended run
 function followErrors(id) {
   if (errorsAbort) errorsAbort.abort();
+  errorsAbort = null;
   const r = runs.get(id);
   $("#errors-panel").hidden = !(r && r.kind === "run");
   $("#errors-list").replaceChildren();
+  $("#errors-state").textContent = "";
+  logErrors = null;
   if ($("#errors-panel").hidden) return;
+  if (!isLive(r)) {
+    logErrors = new Map();
+    $("#errors-state").textContent = "(from its log)";
+    return;
+  }
   const ctl = new AbortController();
   errorsAbort = ctl;
   const shown = new Map();
@@ -225,8 +298,9 @@ function followErrors(id) {
         const resp = await api(`/v1/runs/${encodeURIComponent(id)}/errors?all=1&follow=1`, { signal: ctl.signal });
         if (!resp.ok) { $("#errors-state").textContent = await resp.text(); return; }
         shown.clear();
+        let ended = false;
         for await (const pg of lines(resp)) {
-          if (pg.type === "end") { $("#errors-state").textContent = "(run ended)"; return; }
+          if (pg.type === "end") { $("#errors-state").textContent = "(run ended)"; ended = true; continue; }
           for (const e of pg.errors || []) shown.set(e.id, e);
           $("#errors-state").textContent = `${pg.total} reported` + (pg.dropped ? `, ${pg.dropped} dropped` : "");
           render(pg.generation);
@@ -237,6 +311,7 @@ function followErrors(id) {
             renderRuns();
           }
         }
+        if (ended) return;
       } catch (err) {
         if (ctl.signal.aborted) return;
       }
@@ -245,9 +320,41 @@ function followErrors(id) {
   })();
 }
 
+// errorLine is an error of the log's error stream in one line, as flyd
+// writes one: its summary (the line after the header of a rendered
+// error, or what follows "Another exception was thrown:") and the
+// error-causing widget's location in the project.
+function errorLine(text, root) {
+  const lines = text.replace(/^flutter: /, "").trim().split("\n").map((l) => l.replace(/^flutter: /, ""));
+  const again = /^Another exception was thrown: (.*)$/.exec(lines[0]);
+  if (again) return { summary: again[1], where: "" };
+  const header = /^═+╡ EXCEPTION CAUGHT BY .+ ╞═*\s*$/.test(lines[0]);
+  const summary = (header ? lines[2] || lines[1] : lines[0] || "").trim();
+  let where = "";
+  const i = lines.findIndex((l) => l.trim() === "The relevant error-causing widget was:");
+  const m = i >= 0 && /^\s*(\S+)\s+\S*?(file:\/\/\S+?):(\d+):(\d+)\s*$/.exec(lines[i + 1] || "");
+  if (m) {
+    let path = decodeURI(m[2].slice("file://".length));
+    if (root && path.startsWith(root + "/")) path = path.slice(root.length + 1);
+    where = ` — ${m[1]} at ${path}:${m[3]}:${m[4]}`;
+  }
+  return { summary, where };
+}
+
+function addLogError(e) {
+  const r = runs.get(selected);
+  const { summary, where } = errorLine(e.text, r && r.root);
+  if (!summary) return;
+  const seen = logErrors.get(summary) || { count: 0, where: "" };
+  seen.count++;
+  seen.where = seen.where || where;
+  logErrors.set(summary, seen);
+  $("#errors-list").replaceChildren(...[...logErrors].map(([s, x]) => el("li", { "data-error": s }, `${x.count}× ${s}${x.where}`)));
+}
+
 function select(id) {
   followErrors(id);
-  selected = id; lastSeq = 0; held = []; pending = [];
+  selected = id; lastSeq = 0; held = []; pending = []; events = 0;
   $("#log").hidden = false;
   $("#log-run").textContent = id;
   $("#log-lines").replaceChildren();
@@ -258,20 +365,24 @@ function select(id) {
   (async () => {
     while (!ctl.signal.aborted) {
       try {
-        const q = lastSeq ? `after=${lastSeq}` : "tail=500";
+        const r = runs.get(id);
+        const q = lastSeq ? `after=${lastSeq}` : r && isLive(r) ? "tail=500" : "tail=2000";
         const resp = await api(`/v1/runs/${encodeURIComponent(id)}/logs?${q}&follow=1`, { signal: ctl.signal });
         if (!resp.ok) { $("#log-state").textContent = await resp.text(); return; }
         $("#log-state").textContent = "following";
-        for await (const e of lines(resp)) {
+        let ended = false;
+        for await (const e of lines(resp)) { // read to its end: a stream left unread is a failed request
           if (e.type === "entry" || e.type === "gap") {
             lastSeq = e.seq;
-            if (runs.get(id) && runs.get(id).kind !== "run") { progress.set(id, e.text); }
+            if (runs.get(id) && runs.get(id).kind !== "run" && e.stream !== "event") { progress.set(id, e.text); }
+            if (logErrors && e.stream === "error") addLogError(e);
             if (paused) held.push(e); else appendLine(e);
           } else if (e.type === "exit" || e.type === "end") {
             $("#log-state").textContent = `ended: ${e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
-            return;
+            ended = true;
           }
         }
+        if (ended) return;
       } catch (err) {
         if (ctl.signal.aborted) return;
       }
@@ -286,6 +397,7 @@ $("#pause").addEventListener("click", () => {
   $("#pause").textContent = paused ? `Resume (${held.length})` : "Pause";
   if (!paused) { for (const e of held) appendLine(e); held = []; }
 });
+$("#show-events").addEventListener("change", showEvents);
 $("#search").addEventListener("input", () => {
   const re = filterRE();
   for (const d of $("#log-lines").children) d.hidden = !!re && !re.test(d.textContent);
@@ -298,6 +410,7 @@ follow("events", async () => {
   if (resp.status === 401) { setConn(false, "the token was refused (rotated?): open the address flyctl dashboard prints"); await sleep(5000); return; }
   if (!resp.ok) throw new Error(resp.statusText);
   setConn(true, "live");
+  loadRuns(); // the runs that ended while the page was away
   try {
     for await (const st of lines(resp)) renderStatus(st);
   } finally {
