@@ -580,6 +580,23 @@ func (x *Index) rel(name string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
+// Resolved is where rel leads once every symlink on its way is followed:
+// a path relative to the root, and whether it stays inside the root. A
+// name an agent asks for may pass the rules while what it leads to does
+// not (lib/l10n.json -> ../android/key.properties, lib/dk -> ../.docker):
+// readers check the rules on both.
+func (x *Index) Resolved(rel string) (string, bool) {
+	target, err := filepath.EvalSymlinks(x.abs(rel))
+	if err != nil {
+		return "", false
+	}
+	trel, ok := x.rel(target)
+	return trel, ok && trel != ""
+}
+
+// AbsPath is the absolute path of rel, a path relative to the root.
+func (x *Index) AbsPath(rel string) string { return x.abs(rel) }
+
 // symlinkFile returns the served file for the symlink rel. A symlink is
 // served only if it resolves, inside the root, to a regular file that is
 // itself neither a secret nor skipped.

@@ -114,7 +114,7 @@ func (t tools) filesRead(ctx context.Context, req *mcp.CallToolRequest, p readPa
 	if why := t.s.cfg.Rules.Refusal(rel); why != "" {
 		return nil, readResult{}, errors.New(notFound(uri, why).Error())
 	}
-	f, _, err := openServed(sess.ws.Index().Root(), uri, rel)
+	f, _, err := openServed(sess.ws.Index(), t.s.cfg.Rules, uri, rel)
 	if err != nil {
 		return nil, readResult{}, errors.New(err.Error())
 	}

@@ -184,14 +184,17 @@ type fileContent struct {
 	length int64 // bytes read
 }
 
-// openServed opens the workspace file rel for reading through root: it
-// never blocks (FIFOs are refused), never leaves the root (os.Root refuses
-// links out), and refuses anything but a regular file with one link (a
-// hard link could be to a file outside the workspace, and nothing in the
-// file says which name is the original). Read and subscribe both go
-// through it, so they accept and refuse the same files.
-func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+// openServed opens the workspace file rel of ix for reading through its
+// root: it never blocks (FIFOs are refused), never leaves the root
+// (os.Root refuses links out), serves through a symlink only what the
+// rules would serve under the name it leads to (so lib/x.json ->
+// ../android/key.properties is refused as the secret it is), and refuses
+// anything but a regular file with one link (a hard link could be to a
+// file outside the workspace, and nothing in the file says which name is
+// the original). Read and subscribe both go through it, so they accept
+// and refuse the same files.
+func openServed(ix *index.Index, rules index.Rules, uri, rel string) (*os.File, fs.FileInfo, error) {
+	f, err := ix.Root().OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -212,6 +215,10 @@ func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, notFound(uri, "not a regular file")
 	}
+	if err := servedTarget(ix, rules, rel, fi); err != "" {
+		f.Close()
+		return nil, nil, notFound(uri, err)
+	}
 	if n, err := index.LinkCount(f, fi); err != nil {
 		f.Close()
 		return nil, nil, notFound(uri, err.Error())
@@ -220,6 +227,29 @@ func openServed(root *os.Root, uri, rel string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, notFound(uri, fmt.Sprintf("it has %d hard links, and one could be a file outside the workspace: flyd does not serve hard-linked files", n))
 	}
 	return f, fi, nil
+}
+
+// servedTarget says why the file opened as rel, whose FileInfo is fi, is
+// not served under the name it really has ("" when it is, or when rel
+// has no symlink on its way): the rules apply to what a symlink leads to,
+// and the open file must be that target still (a link swapped between
+// the open and the check is refused, not trusted).
+func servedTarget(ix *index.Index, rules index.Rules, rel string, fi fs.FileInfo) string {
+	target, ok := ix.Resolved(rel)
+	if !ok {
+		return "it leads outside the workspace through a symlink"
+	}
+	if target == rel {
+		return ""
+	}
+	if why := rules.Refusal(target); why != "" {
+		return "it is a symlink to " + target + ", which flyd does not serve: " + why
+	}
+	tfi, err := os.Stat(ix.AbsPath(target))
+	if err != nil || !os.SameFile(fi, tfi) {
+		return "it changed while it was opened"
+	}
+	return ""
 }
 
 // checkWritableDir checks that rel, a directory a command will create or
@@ -276,8 +306,8 @@ func checkReadableFile(root *os.Root, rel string) error {
 // readFile reads rel from root within rng. maxRead caps a read without a
 // range, and the length of a read with one. It opens the file with
 // openServed.
-func readFile(root *os.Root, uri, rel string, rng byteRange, maxRead int64) (*fileContent, error) {
-	f, fi, err := openServed(root, uri, rel)
+func readFile(ix *index.Index, rules index.Rules, uri, rel string, rng byteRange, maxRead int64) (*fileContent, error) {
+	f, fi, err := openServed(ix, rules, uri, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -154,7 +154,7 @@ func (s *Server) readWorkspace(ctx context.Context, req *mcp.ReadResourceRequest
 	if why := s.cfg.Rules.Refusal(rel); why != "" {
 		return nil, notFound(uri, why)
 	}
-	c, err := readFile(sess.ws.Index().Root(), uri, rel, rng, s.cfg.MaxReadBytes)
+	c, err := readFile(sess.ws.Index(), s.cfg.Rules, uri, rel, rng, s.cfg.MaxReadBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	}
 	if strings.HasPrefix(key, workspacePrefix) {
 		rel, _, _ := parseWorkspaceURI(key)
-		f, _, err := openServed(sess.ws.Index().Root(), uri, rel)
+		f, _, err := openServed(sess.ws.Index(), s.cfg.Rules, uri, rel)
 		if err != nil {
 			return err
 		}
