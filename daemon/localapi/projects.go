@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // What the dashboard shows as a run's app is its project's name: the
@@ -42,16 +43,16 @@ func projectName(root string) string {
 	if root == "" || !filepath.IsAbs(root) {
 		return ""
 	}
-	path := filepath.Join(root, "pubspec.yaml")
-	// Stat first: opening a FIFO put there would wait for a writer.
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	f, err := os.Open(path)
+	// Opened without waiting (a FIFO put there would wait for a writer,
+	// and one swapped in after a stat too), then checked as opened.
+	f, err := os.OpenFile(filepath.Join(root, "pubspec.yaml"), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
 	b, err := io.ReadAll(io.LimitReader(f, pubspecPeek))
 	if err != nil {
 		return ""
