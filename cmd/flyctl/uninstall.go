@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -164,9 +166,6 @@ func uninstallService(ctx context.Context, c *call, r *report, dryRun bool) {
 	r.did("service", "removed", "", strings.TrimSpace(out.String()))
 }
 
-// flydFiles are what makes a directory fly's state directory.
-var flydFiles = []string{"fly.db", "flyd.lock", "flyd.log", "token", "http.addr"}
-
 // uninstallState removes the state directory, once the user confirms (or
 // with --purge), after stopping a flyd that still runs from it.
 func uninstallState(ctx context.Context, c *call, h *host, r *report, o *uninstallOptions) {
@@ -191,12 +190,12 @@ func uninstallState(ctx context.Context, c *call, h *host, r *report, o *uninsta
 	}
 	fly := len(entries) == 0
 	for _, e := range entries {
-		if slices.Contains(flydFiles, e.Name()) {
+		if slices.Contains(paths.StateMarks, e.Name()) {
 			fly = true
 		}
 	}
 	if !fly {
-		r.line("state", "left alone", dir+" holds none of fly's files ("+strings.Join(flydFiles, ", ")+")")
+		r.line("state", "left alone", dir+" holds neither of fly's "+strings.Join(paths.StateMarks, " and ")+": it is not fly's state directory")
 		return
 	}
 	switch {
@@ -223,11 +222,46 @@ func uninstallState(ctx context.Context, c *call, h *host, r *report, o *uninsta
 		r.fail("state", fmt.Errorf("%w; %s is kept", err, dir))
 		return
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	kept, err := removeState(dir)
+	if err != nil {
 		r.fail("state", err)
 		return
 	}
+	if len(kept) > 0 {
+		r.did("state", "removed", "", "fly's files in "+dir+"; kept what is not fly's: "+strings.Join(kept, ", "))
+		return
+	}
 	r.did("state", "removed", "", dir)
+}
+
+// removeState removes fly's entries of the state directory dir (and dir,
+// once empty), never anything else: a FLY_STATE_DIR set by mistake to a
+// directory of the user's loses only files fly made. It returns the names
+// it kept.
+func removeState(dir string) (kept []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		ours := false
+		for _, pat := range paths.StateEntries {
+			if ok, _ := path.Match(pat, e.Name()); ok {
+				ours = true
+			}
+		}
+		if !ours {
+			kept = append(kept, e.Name())
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return kept, err
+		}
+	}
+	if len(kept) == 0 {
+		return nil, os.Remove(dir)
+	}
+	return kept, nil
 }
 
 // stopFlyd asks a flyd that answers on socket to stop, and waits until it

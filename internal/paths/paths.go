@@ -46,6 +46,14 @@ func (p Paths) Upstreams() string {
 	return filepath.Join(p.ConfigDir, "upstreams.json")
 }
 
+// StateEntries are the names (path.Match patterns) of what fly keeps in
+// its state directory: uninstall removes these and nothing else. Marks
+// are the ones only fly's state directory holds.
+var (
+	StateEntries = []string{"fly.db", "fly.db.*", "flyd.lock", "flyd.log", "token", "token.tmp", "http.addr", "seqmarks", "start.lock", "runs"}
+	StateMarks   = []string{"fly.db", "flyd.lock"}
+)
+
 // Lock is the file flyd holds an exclusive flock on while it runs.
 func (p Paths) Lock() string { return filepath.Join(p.StateDir, "flyd.lock") }
 
