@@ -46,9 +46,15 @@ is_fly() {
 
 download() { # URL FILE
 	if command -v curl >/dev/null 2>&1; then
-		curl -fsSL --retry 2 -o "$2" "$1"
+		case $1 in
+		https://*) curl -fsSL --proto '=https' --tlsv1.2 --retry 2 -o "$2" "$1" ;;
+		*) curl -fsSL --retry 2 -o "$2" "$1" ;; # a loopback test server (checked in main)
+		esac
 	elif command -v wget >/dev/null 2>&1; then
-		wget -q -O "$2" "$1"
+		case $1 in
+		https://*) wget -q --https-only -O "$2" "$1" ;;
+		*) wget -q -O "$2" "$1" ;;
+		esac
 	else
 		die "neither curl nor wget is installed"
 	fi
@@ -79,7 +85,7 @@ first_on_path() {
 	old_ifs=$IFS
 	IFS=:
 	for d in $PATH; do
-		[ -n "$d" ] || d=.
+		[ -n "$d" ] || continue # an empty entry is the current directory: never run what is there
 		if [ -f "$d/$1" ] && [ -x "$d/$1" ]; then
 			IFS=$old_ifs
 			printf '%s\n' "$d/$1"
@@ -95,7 +101,7 @@ rivals() {
 	old_ifs=$IFS
 	IFS=:
 	for d in $PATH; do
-		[ -n "$d" ] || d=.
+		case $d in /*) ;; *) continue ;; esac # only absolute entries: never run ./flyctl
 		f=$d/flyctl
 		if [ -f "$f" ] && [ -x "$f" ] && ! is_fly "$f" flyctl; then
 			printf '%s\n' "$f"
@@ -126,6 +132,12 @@ main() {
 
 	if [ -n "${FLY_INSTALL_BASE_URL:-}" ]; then
 		base=${FLY_INSTALL_BASE_URL%/}
+		# The checksums come from the same place as the archive: only TLS,
+		# or this machine itself (a test serving dist/), may be trusted.
+		case $base in
+		https://* | http://127.0.0.1:* | http://127.0.0.1/* | http://localhost:* | http://localhost/* | http://\[::1\]:*) ;;
+		*) die "FLY_INSTALL_BASE_URL must be https:// (or a server on this machine): $base" ;;
+		esac
 	elif [ -n "${FLY_VERSION:-}" ]; then
 		base=https://github.com/fly-dev/fly/releases/download/v${FLY_VERSION#v}
 	else
@@ -177,16 +189,19 @@ main() {
 
 	mkdir -p "$dir" || die "could not create $dir"
 	old=
-	if [ -x "$dir/flyd" ]; then
+	if [ -x "$dir/flyd" ] && is_fly "$dir/flyd" flyd; then
 		old=$("$dir/flyd" version 2>/dev/null || :)
 	fi
 	# Each binary is written next to its place and renamed over it, so a
 	# running flyd keeps its file and nothing is ever half written.
+	# The temporary name is made by mktemp (O_EXCL): a link planted at a
+	# predictable name in a shared directory is never written through.
 	for name in flyd flyctl; do
-		if ! { cp "$tmp/x/$name" "$dir/.$name.new.$$" &&
-			chmod 755 "$dir/.$name.new.$$" &&
-			mv -f "$dir/.$name.new.$$" "$dir/$name"; }; then
-			rm -f "$dir/.$name.new.$$"
+		new=$(mktemp "$dir/.$name.new.XXXXXX") || die "could not write in $dir"
+		if ! { cat "$tmp/x/$name" >"$new" &&
+			chmod 755 "$new" &&
+			mv -f "$new" "$dir/$name"; }; then
+			rm -f "$new"
 			die "could not install $dir/$name"
 		fi
 	done

@@ -164,6 +164,14 @@ func TestInstallScript(t *testing.T) {
 			t.Errorf("%s: install.sh ran the other flyctl", step)
 		}
 	}
+	// A base URL that is neither https nor this machine is refused before
+	// anything is downloaded: the checksums come from the same place.
+	plain := env
+	plain.base = "http://example.invalid/releases"
+	if out, err := plain.run(); err == nil || !strings.Contains(out, "must be https://") {
+		t.Errorf("install.sh from a plain http URL = %v:\n%s\nwant a refusal", err, out)
+	}
+
 	// checkInstalled: flyd and flyctl are in bin, are the snapshot's and
 	// run; their sums are returned.
 	checkInstalled := func(step string) (sums [2]string) {
