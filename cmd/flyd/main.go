@@ -107,6 +107,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	loginEnv := fs.Bool("login-env", true, "fill what a client leaves out of a run's environment from your login shell's (Windows: your user environment)")
+	loginShell := fs.String("login-shell", "", "the `SHELL` whose login environment fills runs' (default: your login shell from the user database, never $SHELL)")
 	noConsole := fs.Bool("no-console", false, "log to flyd.log in the state directory, not stderr; on Windows also close the console window that a start at logon opens (flyctl service install runs flyd so)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: flyd run [flags]\n\nRuns flyd in the foreground; logs go to stderr (with --no-console, to flyd.log).\n\nFlags:\n%s\nExamples:\n  flyd run\n  FLY_SOCKET=/tmp/fly-test.sock flyd run --log-level debug\n  flyd run --no-console\n", fs.FlagUsages())
@@ -184,7 +185,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		DTDDir:          dtdDirOf(*dtdDir),
 		Listen:          *listen,
 		Subreaper:       true, // flyd is the process: its runs' orphans come back to it
-		LoginEnv:        loginEnvOf(*loginEnv, getenv, slog.New(h)),
+		LoginEnv:        loginEnvOf(*loginEnv, *loginShell, getenv, slog.New(h)),
 		Log:             slog.New(h),
 	})
 	return srv.Run(ctx)
@@ -224,12 +225,12 @@ func dtdDirOf(flag string) string {
 // loginEnvOf is the user's login environment, read once, at the first run
 // that needs it (a login shell costs tens of milliseconds); nil when
 // turned off. When it cannot be read, it is empty, and why is logged once.
-func loginEnvOf(on bool, getenv func(string) string, log *slog.Logger) func() (map[string]string, string) {
+func loginEnvOf(on bool, shell string, getenv func(string) string, log *slog.Logger) func() (map[string]string, string) {
 	if !on {
 		return nil
 	}
 	return sync.OnceValues(func() (map[string]string, string) {
-		env, err := loginenv.Read(context.Background(), getenv)
+		env, err := loginenv.Read(context.Background(), shell, getenv)
 		if err != nil {
 			log.Warn("runs get the client's environment and flyd's toolchain variables only", logkey.Error, err)
 			return nil, ""

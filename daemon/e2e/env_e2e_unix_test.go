@@ -39,8 +39,8 @@ func TestRunEnvFilled(t *testing.T) {
 	}
 	client := []string{"PATH=" + getVar(e.Vars, "PATH"), "HOME=" + t.TempDir(),
 		paths.EnvSocket + "=" + e.Paths.Socket, paths.EnvStateDir + "=" + e.Paths.StateDir, paths.EnvConfigDir + "=" + e.Paths.ConfigDir}
-	e.Vars = append(e.Vars, "SHELL="+shell, "JAVA_HOME=/opt/jdk-from-flyd", "ONLY_FLYD=x")
-	flytest.StartFlyd(t, e)
+	e.Vars = append(e.Vars, "SHELL=/nonexistent/not-this-one", "JAVA_HOME=/opt/jdk-from-flyd", "ONLY_FLYD=x")
+	flytest.StartFlyd(t, e, "--login-shell", shell)
 
 	_, flyctl := flytest.Binaries(t)
 	root := flutterProject(t)

@@ -39,12 +39,15 @@ type Env struct {
 	Source string // for the run's log: "the login shell /bin/zsh -il", "your Windows user environment"
 }
 
-// Read reads the user's login environment. getenv is flyd's environment
-// (it names the shell on Unix). It never takes longer than Timeout.
-func Read(ctx context.Context, getenv func(string) string) (Env, error) {
+// Read reads the user's login environment. On Unix the shell is the
+// user's login shell from the user database (never $SHELL: flyd's
+// environment is whichever client's started it), unless shell names one
+// (flyd run --login-shell); getenv gives only LANG. It never takes longer
+// than Timeout.
+func Read(ctx context.Context, shell string, getenv func(string) string) (Env, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	return read(ctx, getenv)
+	return read(ctx, shell, getenv)
 }
 
 // errNoVars is Read's error when the login gave nothing usable.

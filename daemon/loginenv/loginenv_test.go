@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 
 // The login environment of this machine's user has at least a PATH.
 func TestReadHere(t *testing.T) {
-	env, err := Read(context.Background(), getenvOS)
+	env, err := Read(context.Background(), "", getenvOS)
 	if err != nil {
 		t.Skipf("no login environment here: %v", err)
 	}

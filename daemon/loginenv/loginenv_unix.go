@@ -17,28 +17,34 @@ import (
 // print (a banner, a warning) before and after.
 const marker = "--fly-login-env-4c1e9b--"
 
-// read runs the user's shell as an interactive login shell, detached
-// from any terminal, and has it print its environment between markers.
-func read(ctx context.Context, getenv func(string) string) (Env, error) {
-	shell := getenv("SHELL")
+// read runs the user's login shell (from the user database, or the one
+// given) as login(1) would, with the user's name and home from the user
+// database.
+func read(ctx context.Context, given string, getenv func(string) string) (Env, error) {
+	name, home, shell, err := account(ctx)
+	if err != nil {
+		return Env{}, fmt.Errorf("read the login environment: %w", err)
+	}
+	if given != "" {
+		shell = given
+	}
 	if !filepath.IsAbs(shell) {
 		shell = "/bin/sh"
 	}
+	return readShell(ctx, shell, []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "SHELL=" + shell, "LANG=" + getenv("LANG")})
+}
+
+// readShell runs shell as an interactive login shell with the
+// environment login(1) would give it (env, and a default PATH), detached
+// from any terminal, and has it print its environment between markers.
+func readShell(ctx context.Context, shell string, env []string) (Env, error) {
 	script := `printf '%s' "$1"; env -0; printf '%s' "$1"`
 	cmd := exec.CommandContext(ctx, shell, "-i", "-l", "-c", script, "fly-login-env", marker)
 	cmd.Stdin = nil // /dev/null: an rc file that reads gets EOF
 	// What login(1) gives a shell, not flyd's environment: flyd's came
 	// from whichever client started it, and the login's must be the
 	// user's alone.
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	for _, k := range []string{"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TMPDIR"} {
-		if v := getenv(k); v != "" {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	if getenv("SHELL") == "" {
-		cmd.Env = append(cmd.Env, "SHELL="+shell)
-	}
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, env...)
 	var out bytes.Buffer
 	cmd.Stdout = &limited{w: &out, n: MaxBytes}
 	cmd.Stderr = io.Discard

@@ -11,7 +11,7 @@ import (
 // read asks Windows for the user's environment block, as Explorer gives
 // it to programs at logon: the system's and the user's variables from the
 // registry, not this process's.
-func read(_ context.Context, _ func(string) string) (Env, error) {
+func read(_ context.Context, _ string, _ func(string) string) (Env, error) {
 	var tok windows.Token
 	if err := windows.OpenProcessToken(windows.CurrentProcess(), windows.TOKEN_QUERY|windows.TOKEN_DUPLICATE, &tok); err != nil {
 		return Env{}, fmt.Errorf("read your Windows user environment: %w", err)
