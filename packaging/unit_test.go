@@ -14,12 +14,14 @@ var update = flag.Bool("update", false, "rewrite nfpm/flyd.service from the temp
 // packagedUnitHeader replaces the template's opening comment in the unit
 // the deb and rpm packages install for every user.
 const packagedUnitHeader = `# flyd, fly's per-user daemon, as a systemd user service. The fly-flutter
-# package installs it for every user and enables it for none: start it at
-# login with
+# package installs it for every user and enables it for none: a user starts
+# it at login with "flyctl setup" or "flyctl service install", which enable
+# this unit and write none of their own, or with
 #   systemctl --user enable --now flyd
 # Its log is in the journal: journalctl --user -u flyd
-# "flyctl service install" writes ~/.config/systemd/user/flyd.service instead,
-# which takes precedence over this file for that user.
+# Removing the package stops and disables it in every running user manager.
+# A user's own ~/.config/systemd/user/flyd.service (which flyctl service
+# install writes for a flyd that is not this package's) overrides this file.
 `
 
 // packagedUnit is the systemd template filled in as README.md's "Shipping

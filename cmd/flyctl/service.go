@@ -39,6 +39,11 @@ JAVA_HOME, PUB_CACHE, FLY_SOCKET, FLY_STATE_DIR.
 
   Linux:   ~/.config/systemd/user/flyd.service (a systemd user unit; logs in
            the journal)
+  package: when flyd is a distro package's (fly's deb or rpm install
+           /usr/bin/flyd and /usr/lib/systemd/user/flyd.service), install
+           writes no unit and bakes in nothing: it enables the package's
+           (systemctl --user enable --now flyd), so that removing the
+           package stops flyd and leaves no unit behind
   macOS:   ~/Library/LaunchAgents/dev.fly.flyd.plist (a launchd agent; logs
            in ~/Library/Logs/fly/flyd.log)
   Windows: HKCU\Software\Microsoft\Windows\CurrentVersion\Run, value "fly"
@@ -46,8 +51,9 @@ JAVA_HOME, PUB_CACHE, FLY_SOCKET, FLY_STATE_DIR.
            the state directory, %LOCALAPPDATA%\fly)
 
 An existing unit is only replaced with --force: run that after moving flyd or
-changing your PATH. It refuses to run as root, which would install flyd for
-root rather than for you, unless given --allow-root.
+changing your PATH, or to swap a unit of your own for the package's. It
+refuses to run as root, which would install flyd for root rather than for
+you, unless given --allow-root.
 
 On Windows nothing restarts flyd when it fails, and nothing is baked in: a
 Run key value is a command line, run at logon with your session's
@@ -60,9 +66,11 @@ for flyd at logon.`
 
 // What flyctl service uninstall, start, stop and restart --help say they do.
 const (
-	serviceUninstallAbout = `Stops flyd and removes its unit, so it no longer starts at login. Doing so
-when nothing is installed is not an error. On Windows, flyd is ended at
-once (Windows has no request to stop that it could answer first).`
+	serviceUninstallAbout = `Stops flyd and removes its unit, so it no longer starts at login; a distro
+package's unit is disabled instead (systemctl --user disable --now flyd),
+and stays installed for other users. Doing so when nothing is installed is
+not an error. On Windows, flyd is ended at once (Windows has no request to
+stop that it could answer first).`
 	serviceStartAbout   = "Starts the installed flyd service now."
 	serviceStopAbout    = "Stops the flyd service; it starts again at the next login, or with\nflyctl service start. Runs that flyd owns are stopped with it."
 	serviceRestartAbout = "Stops and starts the flyd service, e.g. after upgrading flyd. Runs\nthat flyd owns are stopped."
@@ -91,31 +99,38 @@ type serviceCmd struct {
 	executable func() (string, error)                                                          // flyctl's own binary
 	connect    func(context.Context, servicePlatform, *service.Config) (serviceManager, error) // the OS service manager
 	linger     func(ctx context.Context, user string) (bool, error)                            // nil: not asked
+	enabled    func(ctx context.Context, p servicePlatform) (bool, error)                      // whether systemd starts p's unit at login; nil: not asked
 	ping       func(context.Context) (pid int, err error)                                      // nil: not asked
 	stdout     io.Writer
 	stderr     io.Writer
 
+	// packagedUnit is the unit file a distro package installs for every
+	// user ("" to look for none); see service_packaged.go.
+	packagedUnit string
+
 	// What the Run key platform (Windows) uses in place of a service
 	// manager; see runKeyManager.
-	runKey    runKey                                     // HKCU's Run key
-	startFlyd func(argv, env []string, log string) error // starts flyd detached, its output appended to log
+	runKey    runKey                                                               // HKCU's Run key
+	startFlyd func(argv, env []string, log string) error                           // starts flyd detached, its output appended to log
 	endFlyd   func(ctx context.Context, getenv func(string) string, pid int) error // asks flyd pid to stop (else ends it), once sure it is flyd, and waits for its end
 }
 
 // newServiceCmd is flyctl service on this machine, for the call c.
 func newServiceCmd(c *call) *serviceCmd {
 	s := &serviceCmd{
-		goos:       runtime.GOOS,
-		getenv:     c.getenv,
-		geteuid:    os.Geteuid,
-		executable: os.Executable,
-		linger:     lingerEnabled,
-		ping:       pingDaemon(c.getenv),
-		stdout:     c.stdout,
-		stderr:     c.stderr,
-		runKey:     newRunKey(),
-		startFlyd:  startDetachedFlyd,
-		endFlyd:    endFlyd,
+		goos:         runtime.GOOS,
+		getenv:       c.getenv,
+		geteuid:      os.Geteuid,
+		executable:   os.Executable,
+		linger:       lingerEnabled,
+		enabled:      systemdEnabled,
+		ping:         pingDaemon(c.getenv),
+		stdout:       c.stdout,
+		stderr:       c.stderr,
+		packagedUnit: packagedUnitFile,
+		runKey:       newRunKey(),
+		startFlyd:    startDetachedFlyd,
+		endFlyd:      endFlyd,
 	}
 	s.connect = s.connectSystem
 	return s
@@ -165,8 +180,16 @@ func (c *serviceCmd) platform() (servicePlatform, error) {
 	return p, nil
 }
 
-// unitExists reports whether p's unit is installed.
+// unitExists reports whether flyd's service is installed: p's unit, or
+// on Linux the package's unit, enabled (inEffect).
 func (c *serviceCmd) unitExists(p servicePlatform) (bool, error) {
+	_, ok, err := c.inEffect(context.Background(), p)
+	return ok, err
+}
+
+// ownUnitExists reports whether p's unit is installed: the file, or the
+// Run key value.
+func (c *serviceCmd) ownUnitExists(p servicePlatform) (bool, error) {
 	if !p.runKey {
 		return unitExists(p.file)
 	}
@@ -301,6 +324,9 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 	if err != nil {
 		return err
 	}
+	if t := c.target(p, flyd); t.packaged {
+		return c.installPackaged(ctx, p, t, flyd, o)
+	}
 	spec := unitSpec{Flyd: flyd, Log: p.log}
 	switch {
 	case p.runKey:
@@ -324,14 +350,24 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 		// kardianos/service renders the unit as a template of its own.
 		return errors.New(`cannot install: a path or variable contains "{{"`)
 	}
-	installed, err := c.unitExists(p)
+	installed, err := c.ownUnitExists(p)
 	if err != nil {
 		return err
 	}
+	// The package's unit, enabled, runs another flyd (see target): --force
+	// disables it for the user's own. An error asking is connect's to
+	// report, with its hint.
+	pp, packagedOn, _ := c.inEffect(ctx, p)
+	packagedOn = packagedOn && pp.packaged
 	if o.dryRun {
 		fmt.Fprintf(c.stderr, "flyctl: would write %s:\n", p.file)
-		if installed && !o.force {
+		switch {
+		case installed && !o.force:
 			fmt.Fprintf(c.stderr, "flyctl: (it exists: install needs --force to replace it)\n")
+		case packagedOn && !o.force:
+			fmt.Fprintf(c.stderr, "flyctl: (the package's unit %s is enabled: install needs --force to disable it for yours)\n", pp.file)
+		case packagedOn:
+			fmt.Fprintf(c.stderr, "flyctl: (and disable the package's unit %s, which yours replaces)\n", pp.file)
 		}
 		if p.runKey {
 			unit += "\n"
@@ -341,6 +377,14 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 	}
 	if installed && !o.force {
 		return fmt.Errorf("the flyd service is already installed (%s); replace it with: flyctl service install --force", p.file)
+	}
+	if packagedOn && !o.force {
+		return fmt.Errorf("the flyd service is already installed (%s, the package's unit, enabled); replace it with your own unit, which runs %s: flyctl service install --force", pp.file, flyd)
+	}
+	if packagedOn {
+		if err := c.disablePackaged(ctx, pp); err != nil {
+			return fmt.Errorf("replace the package's unit with your own: %w", err)
+		}
 	}
 
 	m, err := c.connect(ctx, p, c.config(p, spec, unit))
@@ -364,7 +408,7 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 	if err := m.Install(); err != nil {
 		return fmt.Errorf("install %s: %w", p.file, err)
 	}
-	if ok, _ := c.unitExists(p); !ok {
+	if ok, _ := c.ownUnitExists(p); !ok {
 		// kardianos/service asks the OS for the home directory.
 		v := homeVar(c.goos)
 		return fmt.Errorf("the service manager did not write %s; is %s (%s) your home directory?", p.file, v, c.getenv(v))
@@ -374,6 +418,10 @@ func (c *serviceCmd) install(ctx context.Context, _ *call, o *serviceInstallOpti
 		runs = unit // the command line, quoted as Windows reads it
 	}
 	fmt.Fprintf(c.stdout, "installed %s (runs %s)\n", p.file, runs)
+	if packagedOn {
+		fmt.Fprintf(c.stdout, "disabled the package's unit %s, which yours replaces\n", pp.file)
+		c.warnEnabledForAll(ctx, pp)
+	}
 	c.warnDisabled(p, nil)
 	switch {
 	case wasRunning:
@@ -401,30 +449,34 @@ func (c *serviceCmd) uninstall(ctx context.Context, _ *call, _ *noFlags) error {
 	if err != nil {
 		return err
 	}
-	installed, err := c.unitExists(p)
+	eff, installed, err := c.inEffect(ctx, p)
 	if err != nil {
 		return err
 	}
 	if !installed {
-		fmt.Fprintf(c.stderr, "flyctl: the flyd service is not installed (no %s); nothing to do\n", p.file)
+		if pp, ok := c.packagedPlatform(p); ok {
+			fmt.Fprintf(c.stderr, "flyctl: the flyd service is not installed (no %s, and the package's %s is not enabled); nothing to do\n", p.file, pp.file)
+		} else {
+			fmt.Fprintf(c.stderr, "flyctl: the flyd service is not installed (no %s); nothing to do\n", p.file)
+		}
 		return nil
 	}
-	m, err := c.connect(ctx, p, c.config(p, unitSpec{}, ""))
-	if err != nil {
-		return fmt.Errorf("%w; or remove the unit by hand: %s", err, p.remove)
-	}
-	if st, _ := m.Status(); st == service.StatusRunning {
-		if err := m.Stop(); err != nil {
-			return fmt.Errorf("stop the flyd service: %w", err)
+	if !eff.packaged {
+		if _, err := c.removeOwn(ctx, p); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "stopped flyd and removed %s\n", p.file)
+		// Without the user's own unit, the package's runs at the next
+		// login if it is enabled too.
+		if eff, installed, err = c.inEffect(ctx, p); err != nil || !installed {
+			return nil
 		}
 	}
-	if err := m.Uninstall(); err != nil {
-		return fmt.Errorf("uninstall %s: %w", p.file, err)
+	if err := c.disablePackaged(ctx, eff); err != nil {
+		return fmt.Errorf("%w; or by hand: %s", err, eff.remove)
 	}
-	if err := c.removeUnit(p); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "stopped flyd and removed %s\n", p.file)
+	fmt.Fprintf(c.stdout, "stopped flyd and disabled %s, the package's unit (it stays installed, for other users)\n", eff.file)
+	c.warnEnabledForAll(ctx, eff)
 	return nil
 }
 
@@ -435,7 +487,7 @@ func (c *serviceCmd) control(ctx context.Context, cl *call, _ *noFlags) error {
 	if err != nil {
 		return err
 	}
-	installed, err := c.unitExists(p)
+	p, installed, err := c.inEffect(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -566,21 +618,28 @@ func (c *serviceCmd) warnLinger(ctx context.Context, p servicePlatform, st *serv
 // serviceStatus is "flyctl service status --json". Fields may be added,
 // never change meaning.
 type serviceStatus struct {
-	Manager     string   `json:"manager"`   // systemd, launchd or Run key (Windows)
-	Unit        string   `json:"unit"`      // the unit file, or the Run key value (HKCU\...\Run\fly)
-	Installed   bool     `json:"installed"` // the unit file (value) exists
-	State       string   `json:"state"`     // running, stopped, restarting, failed, not installed or unknown
-	Running     bool     `json:"running"`
-	PID         int      `json:"pid,omitempty"`     // Run key: the pid of the flyd that answers
-	Command     string   `json:"command,omitempty"` // Run key: the command line the value holds
-	Flyd        string   `json:"flyd,omitempty"`    // the binary the unit runs
-	Args        []string `json:"args,omitempty"`    // and its arguments
-	Path        string   `json:"path,omitempty"`    // the PATH the unit holds
-	CurrentFlyd string   `json:"current_flyd,omitempty"`
-	CurrentPath string   `json:"current_path"`
-	Linger      *bool    `json:"linger,omitempty"` // Linux: the service outlives logout
-	Log         string   `json:"log"`              // where flyd's log is, or how to read it
-	Warnings    []string `json:"warnings"`
+	Manager   string `json:"manager"`   // systemd, launchd or Run key (Windows)
+	Unit      string `json:"unit"`      // the unit file, or the Run key value (HKCU\...\Run\fly)
+	Installed bool   `json:"installed"` // the unit file (value) exists; for the package's unit, it is enabled
+	// Packaged: Unit is the one a distro package installed for every user
+	// (/usr/lib/systemd/user/flyd.service), which install enables rather
+	// than writing a unit; it holds no PATH.
+	Packaged bool `json:"packaged,omitempty"`
+	// PackagedUnit is the package's unit when it runs this flyctl's flyd
+	// (CurrentFlyd), which is what install then enables.
+	PackagedUnit string   `json:"packaged_unit,omitempty"`
+	State        string   `json:"state"` // running, stopped, restarting, failed, not installed or unknown
+	Running      bool     `json:"running"`
+	PID          int      `json:"pid,omitempty"`          // Run key: the pid of the flyd that answers
+	Command      string   `json:"command,omitempty"`      // Run key: the command line the value holds
+	Flyd         string   `json:"flyd,omitempty"`         // the binary the unit runs
+	Args         []string `json:"args,omitempty"`         // and its arguments
+	Path         string   `json:"path,omitempty"`         // the PATH the unit holds
+	CurrentFlyd  string   `json:"current_flyd,omitempty"` // the flyd install would run now
+	CurrentPath  string   `json:"current_path"`           // the PATH install would bake in now: yours; none for the package's unit
+	Linger       *bool    `json:"linger,omitempty"`       // Linux: the service outlives logout
+	Log          string   `json:"log"`                    // where flyd's log is, or how to read it
+	Warnings     []string `json:"warnings"`
 }
 
 type serviceStatusOptions struct{ json bool }
@@ -594,30 +653,49 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 	if err != nil {
 		return err
 	}
+	cur, where, curErr := c.findFlyd()
+	target := p // the unit install would set up
+	if curErr == nil {
+		target = c.target(p, cur)
+	}
+	eff, installed, effErr := c.inEffect(ctx, p)
+	if !installed {
+		eff = target
+	}
 	st := serviceStatus{
 		Manager:     p.manager,
-		Unit:        p.file,
+		Unit:        eff.file,
+		Packaged:    eff.packaged,
 		State:       "not installed",
+		CurrentFlyd: cur,
 		CurrentPath: c.getenv("PATH"),
 		Log:         p.logHint,
 		Warnings:    []string{},
+	}
+	if target.packaged {
+		st.PackagedUnit = target.file
+		st.CurrentPath = "" // install bakes in nothing
 	}
 	warn := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		st.Warnings = append(st.Warnings, msg)
 		c.warnf("%s", msg)
 	}
-	cur, where, curErr := c.findFlyd()
-	st.CurrentFlyd = cur
-	data, err := c.readUnit(p)
+	if effErr != nil {
+		warn("%v", effErr)
+	}
+	var data []byte
+	if installed {
+		data, err = c.readUnit(eff)
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case !installed || errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("read the unit: %w", err)
 	default:
 		st.Installed = true
 		st.State = "unknown"
-		if m, err := c.connect(ctx, p, c.config(p, unitSpec{}, "")); err != nil {
+		if m, err := c.connect(ctx, eff, c.config(eff, unitSpec{}, "")); err != nil {
 			warn("%v", err)
 		} else {
 			switch s, err := m.Status(); {
@@ -642,12 +720,15 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 			st.Command = string(data)
 		}
 		c.warnDisabled(p, &st)
-		info, err := parseUnit(p, data)
+		info, err := parseUnit(eff, data)
 		if err != nil {
-			warn("cannot read %s: %v", p.file, err)
+			warn("cannot read %s: %v", eff.file, err)
 			break
 		}
-		st.Flyd, st.Args, st.Path = info.Flyd, info.Args, info.Env["PATH"]
+		st.Flyd, st.Args = info.Flyd, info.Args
+		if !eff.packaged {
+			st.Path = info.Env["PATH"]
+		}
 		switch {
 		case checkExecutable(info.Flyd) != nil && curErr == nil:
 			warn("the service runs %s, which is gone; this flyctl is %s %s: run flyctl service install --force", info.Flyd, where, cur)
@@ -655,8 +736,10 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 			warn("the service runs %s, which is gone: reinstall flyd next to flyctl, then run flyctl service install --force", info.Flyd)
 		case curErr == nil && !samePath(info.Flyd, cur):
 			warn("the service runs %s; this flyctl is %s %s: run flyctl service install --force", info.Flyd, where, cur)
+		case target.packaged && !eff.packaged:
+			warn("your own unit %s overrides the package's %s, and would be left behind if the package were removed: run flyctl service install --force to use the package's", eff.file, target.file)
 		}
-		if !p.runKey && st.Path != st.CurrentPath {
+		if !p.runKey && !eff.packaged && !target.packaged && st.Path != st.CurrentPath {
 			warn("the service's PATH differs from yours, so it may find another flutter: run flyctl service install --force\n  service: %s\n  yours:   %s", st.Path, st.CurrentPath)
 		}
 		c.warnLinger(ctx, p, &st)
@@ -668,7 +751,11 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 		return enc.Encode(st)
 	}
 	if !st.Installed {
-		fmt.Fprintf(c.stdout, "flyd service: not installed (%s)\n", p.file)
+		if st.Packaged {
+			fmt.Fprintf(c.stdout, "flyd service: not installed (the package's %s is not enabled)\n", st.Unit)
+		} else {
+			fmt.Fprintf(c.stdout, "flyd service: not installed (%s)\n", st.Unit)
+		}
 		fmt.Fprintln(c.stderr, "flyctl: install it with: flyctl service install")
 		return nil
 	}
@@ -677,11 +764,18 @@ func (c *serviceCmd) status(ctx context.Context, _ *call, o *serviceStatusOption
 	} else {
 		fmt.Fprintf(c.stdout, "flyd service: %s\n", st.State)
 	}
-	fmt.Fprintf(c.stdout, "unit:  %s (%s)\n", st.Unit, st.Manager)
+	if st.Packaged {
+		fmt.Fprintf(c.stdout, "unit:  %s (%s; the package's unit, enabled for you)\n", st.Unit, st.Manager)
+	} else {
+		fmt.Fprintf(c.stdout, "unit:  %s (%s)\n", st.Unit, st.Manager)
+	}
 	switch {
 	case p.runKey:
 		fmt.Fprintf(c.stdout, "runs:  %s\n", st.Command)
 		fmt.Fprintln(c.stdout, "       at logon; flyctl mcp starts it again when an editor connects and none answers")
+	case st.Packaged && st.Flyd != "":
+		fmt.Fprintf(c.stdout, "runs:  %s\n", strings.Join(append([]string{st.Flyd}, st.Args...), " "))
+		fmt.Fprintln(c.stdout, "PATH:  none baked in: flyd fills in what a client leaves out from your login shell")
 	case st.Flyd != "":
 		fmt.Fprintf(c.stdout, "runs:  %s\n", strings.Join(append([]string{st.Flyd}, st.Args...), " "))
 		fmt.Fprintf(c.stdout, "PATH:  %s\n", st.Path)

@@ -16,8 +16,8 @@ func newRunKey() runKey { return noRunKey{} }
 
 type noRunKey struct{}
 
-func (noRunKey) get(string) (string, error)    { return "", errRunKeyWindows }
-func (noRunKey) set(string, string) error      { return errRunKeyWindows }
-func (noRunKey) remove(string) error           { return errRunKeyWindows }
-func (noRunKey) disabled(string) (bool, error) { return false, errRunKeyWindows }
+func (noRunKey) get(string) (string, error)                   { return "", errRunKeyWindows }
+func (noRunKey) set(string, string) error                     { return errRunKeyWindows }
+func (noRunKey) remove(string) error                          { return errRunKeyWindows }
+func (noRunKey) disabled(string) (bool, error)                { return false, errRunKeyWindows }
 func endFlyd(context.Context, func(string) string, int) error { return errRunKeyWindows }

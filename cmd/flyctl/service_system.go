@@ -56,7 +56,11 @@ func connectManager(ctx context.Context, p servicePlatform, cfg *service.Config)
 		return nil, fmt.Errorf("service manager: %w", err)
 	}
 	if p.goos == "linux" {
-		return systemdService{s, cfg.Name + ".service"}, nil
+		sd := systemdService{s, cfg.Name + ".service"}
+		if p.packaged {
+			return packagedService{sd}, nil
+		}
+		return sd, nil
 	}
 	return s, nil
 }
@@ -77,6 +81,57 @@ type systemdService struct {
 func (s systemdService) systemctl(args ...string) (string, error) {
 	out, err := exec.Command("systemctl", append([]string{"--user"}, args...)...).Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// packagedService is systemdService for the unit a distro package
+// installed (servicePlatform.packaged): Install enables it and Uninstall
+// disables it, as "systemctl --user enable" and "disable" do, and neither
+// writes nor removes a file: the file is the package's.
+type packagedService struct{ systemdService }
+
+func (s packagedService) Install() error   { return s.run("enable") }
+func (s packagedService) Uninstall() error { return s.run("disable") }
+
+// run runs systemctl --user verb on the unit; its error holds what
+// systemctl said.
+func (s packagedService) run(verb string) error {
+	out, err := exec.Command("systemctl", "--user", verb, s.unit).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("systemctl --user %s %s: %w: %s", verb, s.unit, err, firstLine(string(out)))
+	}
+	return nil
+}
+
+// systemdEnabled reports whether the user's systemd starts p's unit at
+// login: "systemctl --user is-enabled" says enabled (for this user, or
+// for every user with --global).
+func systemdEnabled(ctx context.Context, p servicePlatform) (bool, error) {
+	if err := probeSystemdUser(ctx); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, "systemctl", "--user", "is-enabled", p.name+".service")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	// It exits 1 for disabled, masked and the like, and prints the state
+	// either way.
+	switch state := firstLine(string(out)); {
+	case strings.HasPrefix(state, "enabled"): // enabled, enabled-runtime
+		return true, nil
+	case state != "":
+		return false, nil
+	case err == nil:
+		return false, errors.New("systemctl --user is-enabled said nothing")
+	}
+	return false, fmt.Errorf("systemctl --user is-enabled %s.service: %w: %s", p.name, err, firstLine(stderr.String()))
+}
+
+// firstLine is the first line of s, trimmed.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(line)
 }
 
 func (s systemdService) Status() (service.Status, error) {

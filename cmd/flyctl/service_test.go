@@ -32,18 +32,28 @@ func svcPlatform(t *testing.T, goos, home string) servicePlatform {
 }
 
 // fakeManager stands in for kardianos/service: it writes the unit text it
-// is given where kardianos would, and tracks whether flyd "runs".
+// is given where kardianos would, and tracks whether flyd "runs". For the
+// package's unit (packagedService) it tracks whether the unit is enabled
+// instead, and never writes or removes it.
 type fakeManager struct {
 	t         *testing.T
 	p         servicePlatform
 	cfg       *service.Config
 	running   bool
 	statusErr error // Status's error when not running
+	enabled   *bool // the package's unit is enabled (svcTest.packagedOn)
 	calls     []string
 }
 
 func (m *fakeManager) Install() error {
 	m.calls = append(m.calls, "install")
+	if m.p.packaged { // systemctl --user enable
+		if _, ok := m.cfg.Option[m.p.option]; ok {
+			m.t.Errorf("Install of the package's unit was given a unit to write")
+		}
+		*m.enabled = true
+		return nil
+	}
 	unit, _ := m.cfg.Option[m.p.option].(string)
 	if unit == "" {
 		m.t.Errorf("Install: no %s option in the service config", m.p.option)
@@ -59,6 +69,10 @@ func (m *fakeManager) Install() error {
 
 func (m *fakeManager) Uninstall() error {
 	m.calls = append(m.calls, "uninstall")
+	if m.p.packaged { // systemctl --user disable
+		*m.enabled = false
+		return nil
+	}
 	return os.Remove(m.p.file)
 }
 
@@ -89,13 +103,15 @@ func svcFileExists(path string) bool {
 
 // svcTest is a serviceCmd on a temp HOME, with flyctl and an executable
 // flyd in a temp bin directory, a fake service manager and a given euid
-// and lingering.
+// and lingering. The package's unit is looked for in a temp directory
+// too, where there is none until a test writes it (packageUnit).
 type svcTest struct {
 	*serviceCmd
 	home, bin, flyd string
 	env             map[string]string
 	mgr             *fakeManager
 	linger          bool
+	packagedOn      bool // the package's unit is enabled
 	stdout, stderr  bytes.Buffer
 }
 
@@ -123,11 +139,18 @@ func newSvcTest(t *testing.T, goos string) *svcTest {
 		executable: func() (string, error) { return filepath.Join(s.bin, "flyctl"+exeSuffix), nil },
 		connect: func(_ context.Context, p servicePlatform, cfg *service.Config) (serviceManager, error) {
 			if s.mgr == nil {
-				s.mgr = &fakeManager{t: t}
+				s.mgr = &fakeManager{t: t, enabled: &s.packagedOn}
 			}
 			s.mgr.p, s.mgr.cfg = p, cfg
 			return s.mgr, nil
 		},
+		enabled: func(_ context.Context, p servicePlatform) (bool, error) {
+			if !p.packaged {
+				t.Errorf("asked whether %s is enabled, which is not the package's unit", p.file)
+			}
+			return s.packagedOn, nil
+		},
+		packagedUnit: filepath.Join(dir, "usr", "lib", "systemd", "user", "flyd.service"),
 		linger: func(_ context.Context, user string) (bool, error) {
 			if user != "dev" {
 				t.Errorf("linger asked for user %q, want dev", user)

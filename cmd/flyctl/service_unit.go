@@ -33,6 +33,12 @@ const (
 	runValueName = "fly"          // HKCU\Software\Microsoft\Windows\CurrentVersion\Run, value "fly"
 )
 
+// packagedUnitFile is where a distro package installs flyd's systemd user
+// unit for every user (fly's deb and rpm do: packaging/nfpm/flyd.service).
+// flyctl service install enables it, rather than writing a unit of its
+// own, when it runs the flyd install would run (see serviceCmd.target).
+const packagedUnitFile = "/usr/lib/systemd/user/" + systemdName + ".service"
+
 // runKeyPath is the Run key under HKEY_CURRENT_USER: Explorer runs the
 // command line of each of its values when the user logs on.
 const runKeyPath = `Software\Microsoft\Windows\CurrentVersion\Run`
@@ -64,6 +70,19 @@ type servicePlatform struct {
 	// It starts flyd at logon and does nothing more: no supervision, no
 	// restart on failure, no environment of its own (see runKeyManager).
 	runKey bool
+	// packaged: file is the unit a distro package installed for every
+	// user (packagedAt). install enables it and uninstall disables it;
+	// flyctl writes and removes no file, and bakes in no environment.
+	packaged bool
+}
+
+// packagedAt is p for the package's unit at file: the same systemd
+// service, flyd.service, from the unit file that the user's manager
+// finds when the user has none of their own in ~/.config/systemd/user.
+func (p servicePlatform) packagedAt(file string) servicePlatform {
+	p.file, p.packaged = file, true
+	p.remove = "systemctl --user disable --now " + p.name + ".service"
+	return p
 }
 
 // homeVar is the variable that names the user's home directory on goos:

@@ -458,10 +458,13 @@ func setupService(ctx context.Context, c *call, r *report, o *setupOptions) {
 		r.line("service", "skipped", err.Error())
 		return
 	}
-	stale := st.Installed && !serviceCurrent(st)
+	// A unit of the user's own where the package's would do is stale: it
+	// would outlive the package.
+	ownOverPackaged := st.PackagedUnit != "" && !st.Packaged
+	stale := st.Installed && (!serviceCurrent(st) || ownOverPackaged)
 	if st.Installed && !stale {
 		r.line("service", "ok", fmt.Sprintf("installed and current (%s, %s)", st.Unit, st.State))
-		if st.Manager != "Run key" && st.Path != st.CurrentPath {
+		if st.Manager != "Run key" && !st.Packaged && st.Path != st.CurrentPath {
 			r.more("its PATH is not this shell's; flyctl service install --force bakes this one in (and restarts flyd)")
 		}
 		return
@@ -472,9 +475,14 @@ func setupService(ctx context.Context, c *call, r *report, o *setupOptions) {
 			r.fail("service", errors.New("no flyd binary next to flyctl or on PATH; put flyd in the same directory as flyctl"))
 			return
 		}
-		if stale {
+		switch {
+		case stale && ownOverPackaged:
+			r.did("service", "", "would update", fmt.Sprintf("%s: flyctl service install --force removes it for the package's %s, which runs %s (restarting flyd)", st.Unit, st.PackagedUnit, flyd))
+		case stale:
 			r.did("service", "", "would update", fmt.Sprintf("%s: it runs %s; flyctl service install --force makes it run %s (restarting flyd)", st.Unit, st.Flyd, flyd))
-		} else {
+		case st.PackagedUnit != "":
+			r.did("service", "", "would enable", fmt.Sprintf("%s (%s, the package's unit), running %s", st.PackagedUnit, st.Manager, flyd))
+		default:
 			r.did("service", "", "would install", fmt.Sprintf("%s (%s), running %s", st.Unit, st.Manager, flyd))
 		}
 		return
@@ -491,10 +499,13 @@ func setupService(ctx context.Context, c *call, r *report, o *setupOptions) {
 		return
 	}
 	done := "installed"
+	first, rest, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	if detail, ok := strings.CutPrefix(first, "enabled "); ok { // the package's unit
+		done, first = "enabled", detail
+	}
 	if stale {
 		done = "updated"
 	}
-	first, rest, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
 	r.did("service", done, "", strings.TrimPrefix(first, "installed "))
 	if rest != "" {
 		r.more(rest)

@@ -1,12 +1,12 @@
 #!/bin/sh
 # fly-flutter: after the package's files are in place (deb postinst, rpm
 # %post). The unit is enabled for nobody: each user chooses to run flyd at
-# login ("systemctl --user enable --now flyd" for this unit, or "flyctl
-# service install"). Every running user manager reloads, so that it sees
-# the new or changed unit file; on an upgrade, a flyd running from this
-# package's unit restarts to be the new version (the editors' "flyctl mcp"
-# reconnect by themselves). A user's own unit is left alone. This never
-# fails the installation.
+# login ("flyctl setup" or "flyctl service install", which enable this
+# unit, or "systemctl --user enable --now flyd"). Every running user
+# manager reloads, so that it sees the new or changed unit file; on an
+# upgrade, a flyd running from this package's unit restarts to be the new
+# version (the editors' "flyctl mcp" reconnect by themselves). A user's
+# own unit is left alone. This never fails the installation.
 
 set -e
 
@@ -38,7 +38,8 @@ if command -v systemctl >/dev/null 2>&1; then
 fi
 
 if [ -z "$upgrade" ]; then
-	echo "fly: to run flyd at login, each user runs: systemctl --user enable --now flyd"
-	echo "fly: then connect an editor or agent: flyctl setup"
+	echo "fly: each user who wants fly runs: flyctl setup"
+	echo "fly: (it registers fly in their editors and agents, and runs flyd at login:"
+	echo "fly:  systemctl --user enable --now flyd does the latter alone)"
 fi
 exit 0

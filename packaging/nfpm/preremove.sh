@@ -4,10 +4,17 @@
 # (undoing an admin's "systemctl --global enable flyd") and, in every
 # running user manager whose flyd.service is this package's unit, stop and
 # disable it, as systemd's own packaging does for user units
-# (systemd-update-helper remove-user-units). flyd stops its flutter runs
-# on the way out. A user's own unit ("flyctl service install" writes
-# ~/.config/systemd/user/flyd.service) is left alone, running or not.
-# This never fails the removal.
+# (systemd-update-helper remove-user-units; Debian's deb-systemd-invoke
+# --user talks to user managers the same way). flyd stops its flutter runs
+# on the way out. "flyctl setup" and "flyctl service install" enable this
+# unit for a user when flyd is this package's, so this stops the
+# package's flyd of every user logged in or lingering, and leaves them no
+# unit. A user's own unit (which flyctl
+# writes to ~/.config/systemd/user/flyd.service for a flyd of their own,
+# say in ~/.local/bin) is left alone, running or not. "-M uid@" reaches a
+# user manager through that user's D-Bus (dbus-user-session, which
+# libpam-systemd recommends); without it this reaches none. This never
+# fails the removal.
 
 set -e
 
