@@ -191,6 +191,15 @@ func serviceStarter(getenv func(string) string, haveFlyd bool) func(context.Cont
 	}
 }
 
+// packagedEnabled reports whether the package's flyd unit is installed
+// and enabled in this user's systemd (systemctl is its path).
+func packagedEnabled(ctx context.Context, systemctl string) bool {
+	if _, err := os.Stat(packagedUnitFile); err != nil {
+		return false
+	}
+	return exec.CommandContext(ctx, systemctl, "--user", "is-enabled", "--quiet", systemdName+".service").Run() == nil
+}
+
 // startService asks the service manager to start the flyd user service,
 // if "flyctl service install" installed one (platformFor says where): on
 // Linux a systemd user unit started with "systemctl --user start", on
@@ -213,10 +222,15 @@ func startService(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("%w that can start flyd now (on Windows, %s starts it at logon only)", shim.ErrNoService, p.file)
 	}
 	unit, argv := p.file, p.startArgv(os.Getuid())
-	if _, err := os.Stat(unit); err != nil {
-		return fmt.Errorf("%w (no %s)", shim.ErrNoService, unit)
-	}
 	bin := lookPath(argv[0], getenv)
+	if _, err := os.Stat(unit); err != nil {
+		// No unit of the user's own: the package's, if the user enabled it
+		// (flyctl service install does, when flyd is the packaged one).
+		if p.manager != "systemd" || bin == "" || !packagedEnabled(ctx, bin) {
+			return fmt.Errorf("%w (no %s)", shim.ErrNoService, unit)
+		}
+		unit = packagedUnitFile
+	}
 	if bin == "" {
 		return fmt.Errorf("start the flyd service %s: %s is not on PATH", unit, argv[0])
 	}

@@ -152,6 +152,9 @@ func uninstallService(ctx context.Context, c *call, r *report, dryRun bool) {
 	case !st.Installed:
 		r.line("service", "none", "not installed ("+st.Unit+")")
 		return
+	case dryRun && st.Packaged:
+		r.did("service", "", "would disable", "stop flyd and disable the package's "+st.Unit+" (the package keeps the file)")
+		return
 	case dryRun:
 		r.did("service", "", "would remove", "stop flyd and remove "+st.Unit)
 		return
