@@ -362,26 +362,39 @@ function select(id) {
   if (logAbort) logAbort.abort();
   const ctl = new AbortController();
   logAbort = ctl;
+  // take shows one line of the log; it reports whether the log has ended.
+  const take = (e) => {
+    if (e.type === "entry" || e.type === "gap") {
+      lastSeq = e.seq;
+      if (runs.get(id) && runs.get(id).kind !== "run" && e.stream !== "event") { progress.set(id, e.text); }
+      if (logErrors && e.stream === "error") addLogError(e);
+      if (paused) held.push(e); else appendLine(e);
+    } else if (e.type === "exit" || e.type === "end") {
+      $("#log-state").textContent = `ended: ${e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
+      return true;
+    }
+    return false;
+  };
   (async () => {
     while (!ctl.signal.aborted) {
       try {
         const r = runs.get(id);
-        const q = lastSeq ? `after=${lastSeq}` : r && isLive(r) ? "tail=500" : "tail=2000";
+        if (r && !isLive(r) && !lastSeq) {
+          // An ended run's log is read whole, not followed: a short
+          // stream read to its end before its request completes is one
+          // the browser reports as aborted.
+          const resp = await api(`/v1/runs/${encodeURIComponent(id)}/logs?tail=2000`, { signal: ctl.signal });
+          if (!resp.ok) { $("#log-state").textContent = await resp.text(); return; }
+          let ended = false;
+          for (const line of (await resp.text()).split("\n")) if (line.trim()) ended = take(JSON.parse(line)) || ended;
+          if (ended) return; // else it has started again: follow it
+        }
+        const q = lastSeq ? `after=${lastSeq}` : "tail=500";
         const resp = await api(`/v1/runs/${encodeURIComponent(id)}/logs?${q}&follow=1`, { signal: ctl.signal });
         if (!resp.ok) { $("#log-state").textContent = await resp.text(); return; }
         $("#log-state").textContent = "following";
         let ended = false;
-        for await (const e of lines(resp)) { // read to its end: a stream left unread is a failed request
-          if (e.type === "entry" || e.type === "gap") {
-            lastSeq = e.seq;
-            if (runs.get(id) && runs.get(id).kind !== "run" && e.stream !== "event") { progress.set(id, e.text); }
-            if (logErrors && e.stream === "error") addLogError(e);
-            if (paused) held.push(e); else appendLine(e);
-          } else if (e.type === "exit" || e.type === "end") {
-            $("#log-state").textContent = `ended: ${e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
-            ended = true;
-          }
-        }
+        for await (const e of lines(resp)) ended = take(e) || ended; // read to its end: a stream left unread is a failed request
         if (ended) return;
       } catch (err) {
         if (ctl.signal.aborted) return;
