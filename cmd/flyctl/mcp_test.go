@@ -319,8 +319,11 @@ func TestMCPQuietByDefault(t *testing.T) {
 		{nil, ""},
 		{[]string{"--log-level", "info"}, `level=INFO msg="started flyd"`},
 	} {
-		e := flytest.NewEnv(t) // its own flyd, started by the shim
+		// The project first: cleanups run last first, so the shim's flyd
+		// is stopped before its workspace is removed (Windows refuses to
+		// remove a directory a running process watches).
 		root := flutterProject(t)
+		e := flytest.NewEnv(t) // its own flyd, started by the shim
 		cmd := exec.Command(flyctl, append([]string{"mcp", "--workspace", root}, tc.args...)...)
 		cmd.Env = e.Vars
 		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}` + "\n")

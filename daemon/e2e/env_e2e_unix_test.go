@@ -59,7 +59,7 @@ func TestRunEnvFilled(t *testing.T) {
 		text = toolText(callTool(t, cs, "logs_read", map[string]any{"run_id": run.RunID}, nil))
 	}
 	for _, want := range []string{
-		"env JAVA_HOME=/opt/jdk-from-flyd",        // flyd's own toolchain
+		"env JAVA_HOME=/opt/jdk-from-flyd",         // flyd's own toolchain
 		"env ANDROID_HOME=/opt/android-from-login", // the login shell
 		"env ONLY_FLYD=<unset>",                    // not flyd's other variables
 		"env HOME=" + getVar(client, "HOME"),       // the client's, kept
