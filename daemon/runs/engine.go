@@ -110,7 +110,15 @@ func (e *Engine) interrupted(r store.Record, published map[string]uint64) {
 		e.log.Warn("cannot tell whether the process group of an interrupted run is alive", logRun, r.ID, logPID, r.PID, logErr, err)
 	case orphaned:
 		e.log.Warn("killing the process group of an interrupted run", logRun, r.ID, logPID, r.PID)
-		_ = killTree(r.PID, r.ID, proc.Kill)
+		// As killTree, but through a leader only while it is still the
+		// run's: its pid may have been given to another process since
+		// orphanedGroup looked (on Windows, where no job of this flyd's
+		// holds it, the group is its leader alone).
+		_ = proc.SignalGroupIfStarted(r.PID, r.PIDStart, proc.Kill)
+		marked, _ := markedProcesses(r.ID)
+		for _, p := range marked {
+			_ = proc.SignalProcess(p, proc.Kill)
+		}
 		note += fmt.Sprintf("; its process group %d was still alive and was killed", r.PID)
 	}
 	// Entries published in the last commit window before the crash may

@@ -30,6 +30,28 @@ import (
 // `--dart-define=A=1&calc` would run calc. So checkCommandLine refuses,
 // for a batch file, every argument holding a character cmd.exe would
 // read as its own.
+//
+// And for flutter whatever its extension: Flutter's SDK has no
+// flutter.exe, so a flutter.exe (or .com) found first on the Path is
+// always someone's wrapper around flutter.bat: Chocolatey's shimgen,
+// Scoop's shim, a version manager's. Such a wrapper hands its own
+// command line on, as Go made it for a program, to cmd.exe running
+// flutter.bat, which reads it as above. Whether one does cannot be told
+// from outside, and flutter's arguments are an agent's to choose: so on
+// Windows they are refused as a batch file's would be, whatever runs
+// them. This check sees a program and its arguments, not who chose
+// them, so flutter is told by its name (flutter.exe, flutter.com …): an
+// upstream's command, named otherwise, has arguments from the user's own
+// upstreams.json, refused only when that command is a batch file (where
+// cmd.exe would garble them); a --flutter of another name is checked as
+// what it is.
+//
+// ( and ) end or open a block of the batch file (an if or for whose body
+// holds %* or %1) when cmd.exe reads them unquoted: Go quotes an
+// argument only when it holds a space or a tab (or is empty), and cmd.exe
+// reads what is inside quotes as text. So ( and ) are refused in an
+// argument without a space or a tab, and allowed in one with them
+// ("C:\Program Files (x86)\…").
 
 // flutterFlagExample is --flutter's value in the hint of ErrNoFlutter.
 const flutterFlagExample = `C:\path\to\flutter\bin\flutter.bat`
@@ -84,34 +106,67 @@ func flutterIn(dir string, env map[string]string) (string, bool) {
 // a line break ends the command.
 const batchUnsafe = "\"%!&|<>^\r\n"
 
-// checkCommandLine refuses to run a batch file (.bat, .cmd: what exe
-// resolves to, as os/exec resolves it) with an argument, or from a path,
-// that holds one of batchUnsafe.
+// blockChars open and close a block in a batch file: unsafe where Go
+// does not quote the argument (see above).
+const blockChars = "()"
+
+// checkCommandLine refuses to run, with an argument that holds one of
+// batchUnsafe (or an unquoted one of blockChars), a batch file (.bat,
+// .cmd: what exe resolves to, as os/exec resolves it) or flutter whatever
+// its extension (see above); and refuses a batch file whose path holds
+// one of batchUnsafe.
 func checkCommandLine(exe string, args []string) error {
 	resolved, err := exec.LookPath(exe)
 	if err != nil {
 		resolved = exe // the start will say what is wrong with it
 	}
-	if !isBatch(resolved) {
+	batch := isBatch(resolved)
+	if !batch && !isFlutter(resolved) {
 		return nil
 	}
-	for _, p := range []string{exe, resolved} {
-		if i := strings.IndexAny(p, batchUnsafe); i >= 0 {
-			return fmt.Errorf("%s is a batch file, which Windows runs through cmd.exe, and its path holds %q, which cmd.exe would read as part of a command: "+
-				"move it to a path without any of %s, or start flyd with --flutter naming one", p, string(p[i]), shownUnsafe)
+	if batch {
+		for _, p := range []string{exe, resolved} {
+			if i := strings.IndexAny(p, batchUnsafe); i >= 0 {
+				return fmt.Errorf("%s is a batch file, which Windows runs through cmd.exe, and its path holds %q, which cmd.exe would read as part of a command: "+
+					"move it to a path without any of %s, or start flyd with --flutter naming one", p, string(p[i]), shownPathUnsafe)
+			}
 		}
 	}
+	why := "is a batch file, which Windows runs through cmd.exe"
+	if !batch {
+		why = "may be a wrapper that runs flutter.bat through cmd.exe (Flutter's SDK has no " + filepath.Base(resolved) + ")"
+	}
 	for _, a := range args {
-		if i := strings.IndexAny(a, batchUnsafe); i >= 0 {
-			return fmt.Errorf("argument %q holds %q: %s is a batch file, which Windows runs through cmd.exe, and cmd.exe would read it as part of a command rather than as text; "+
-				"on Windows its arguments may not hold any of %s (flutter takes such dart defines from a file: --dart-define-from-file)", a, string(a[i]), filepath.Base(resolved), shownUnsafe)
+		if c, ok := unsafeIn(a); ok {
+			return fmt.Errorf("argument %q holds %q: %s %s, and cmd.exe would read it as part of a command rather than as text; "+
+				"on Windows its arguments may not hold any of %s (flutter takes such dart defines from a file: --dart-define-from-file)",
+				a, c, filepath.Base(resolved), why, shownUnsafe)
 		}
 	}
 	return nil
 }
 
-// shownUnsafe is batchUnsafe as an error shows it.
-const shownUnsafe = `" % ! & | < > ^ and line breaks`
+// unsafeIn returns the first character of a that cmd.exe would read as
+// its own in the command line Go makes: one of batchUnsafe, or of
+// blockChars where Go leaves a unquoted.
+func unsafeIn(a string) (string, bool) {
+	if i := strings.IndexAny(a, batchUnsafe); i >= 0 {
+		return string(a[i]), true
+	}
+	if a != "" && !strings.ContainsAny(a, " \t") {
+		if i := strings.IndexAny(a, blockChars); i >= 0 {
+			return string(a[i]), true
+		}
+	}
+	return "", false
+}
+
+// shownUnsafe and shownPathUnsafe are what checkCommandLine refuses in
+// an argument and in a batch file's path, as an error shows them.
+const (
+	shownUnsafe     = `" % ! & | < > ^, line breaks, and ( ) in an argument without a space`
+	shownPathUnsafe = `" % ! & | < > ^ and line breaks`
+)
 
 // isBatch reports whether Windows runs path through cmd.exe: its
 // extension is .bat or .cmd, once the dots and spaces that Windows drops
@@ -120,4 +175,11 @@ const shownUnsafe = `" % ! & | < > ^ and line breaks`
 func isBatch(path string) bool {
 	ext := strings.ToLower(filepath.Ext(strings.TrimRight(path, ". ")))
 	return ext == ".bat" || ext == ".cmd"
+}
+
+// isFlutter reports whether path names flutter, whatever its extension
+// (flutter.exe, flutter.com, flutter.bat), as flutterIn finds it.
+func isFlutter(path string) bool {
+	base := filepath.Base(strings.TrimRight(path, ". "))
+	return strings.EqualFold(strings.TrimSuffix(base, filepath.Ext(base)), "flutter")
 }

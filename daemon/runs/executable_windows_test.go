@@ -68,11 +68,14 @@ func TestFindFlutterWindows(t *testing.T) {
 
 // A batch file runs through cmd.exe, which Go does not quote for: an
 // argument with a character cmd.exe reads as its own is refused, with the
-// character named; the same argument to a program is not.
+// character named; so is one to flutter whatever its extension (a
+// flutter.exe is a wrapper that may hand its command line to
+// flutter.bat); the same argument to another program is not.
 func TestCheckCommandLineWindows(t *testing.T) {
 	dir := t.TempDir()
-	touch(t, dir, "flutter.bat", "tool.cmd", "prog.exe")
+	touch(t, dir, "flutter.bat", "tool.cmd", "prog.exe", "flutter.exe", "Flutter.COM")
 	bat := filepath.Join(dir, "flutter.bat")
+	shim := filepath.Join(dir, "flutter.exe")
 	for _, tc := range []struct {
 		exe     string
 		arg     string
@@ -91,10 +94,29 @@ func TestCheckCommandLineWindows(t *testing.T) {
 		{bat, "!PATH!", true},
 		{bat, `--dart-define=Q="&calc`, true},
 		{bat, "line\r\nbreak", true},
+		// ( and ) close or open a block of the batch file unless Go
+		// quotes the argument, which it does for one with a space or tab.
+		{bat, "--dart-define=A=x)", true},
+		{bat, "(calc", true},
+		{bat, `--dart-define-from-file=C:\Program Files (x86)\defs.json`, false},
+		{bat, "--dart-define=TITLE=My App (dev)", false},
+		{bat, "a\t(b)", false},
 		{filepath.Join(dir, "tool.cmd"), "a&b", true},
-		{bat + " .", "a&b", true},                             // Windows drops the trailing dots and spaces
-		{filepath.Join(dir, "flutter"), "a&b", true},          // resolved with PATHEXT to flutter.bat
-		{filepath.Join(dir, "prog.exe"), "a&b %x% \"", false}, // a program splits its own command line
+		{filepath.Join(dir, "tool.cmd"), "a)b", true},
+		{bat + " .", "a&b", true},                    // Windows drops the trailing dots and spaces
+		{filepath.Join(dir, "flutter"), "a&b", true}, // resolved with PATHEXT
+		// flutter.exe: a wrapper (shimgen, Scoop, a version manager) that
+		// may run flutter.bat through cmd.exe with its own command line.
+		{shim, "--dart-define=A=1&calc", true},
+		{shim, `--dart-define=Q="`, true},
+		{shim, "%USERPROFILE%", true},
+		{shim, "x)", true},
+		{shim, "--dart-define=TITLE=My App (dev)", false},
+		{shim, "--dart-define=GREETING=hello world", false},
+		{filepath.Join(dir, "Flutter.COM"), "a|b", true},
+		{shim + ". ", "a^b", true},
+		// Another program splits its own command line as Go quoted it.
+		{filepath.Join(dir, "prog.exe"), "a&b %x% \" (", false},
 	} {
 		err := checkCommandLine(tc.exe, []string{"run", tc.arg})
 		if (err != nil) != tc.refused {
@@ -114,6 +136,26 @@ func TestStartRefusesUnsafeBatchArgument(t *testing.T) {
 		t.Errorf("Start(flutter.bat with an & in an argument) = %v; want it refused, naming & and cmd.exe", err)
 	}
 	if recs, _ := e.List(dir); len(recs) != 0 {
+		t.Errorf("a refused start left %d runs", len(recs))
+	}
+}
+
+// A flutter.exe found first on the session's Path (PATHEXT lists .EXE
+// before .BAT) is no way around the refusal: the run is refused before
+// anything starts.
+func TestStartRefusesUnsafeArgumentToFlutterExe(t *testing.T) {
+	e := newEngine(t)
+	e.cfg.Flutter = "" // found on the session's Path, as without --flutter
+	root, bin := t.TempDir(), t.TempDir()
+	touch(t, bin, "flutter.exe", "flutter.bat")
+	env := fakeEnv()
+	env["PATH"], env["PATHEXT"] = bin, ".COM;.EXE;.BAT;.CMD"
+	_, err := e.Start(context.Background(), Spec{Kind: store.KindRun, Root: root, Env: env,
+		Args: []string{"run", "--machine", "--dart-define=A=1&calc"}})
+	if err == nil || !strings.Contains(err.Error(), "flutter.exe") || !strings.Contains(err.Error(), `"&"`) {
+		t.Errorf("Start(flutter.exe with an & in an argument) = %v; want it refused, naming flutter.exe and &", err)
+	}
+	if recs, _ := e.List(root); len(recs) != 0 {
 		t.Errorf("a refused start left %d runs", len(recs))
 	}
 }

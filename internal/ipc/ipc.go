@@ -5,8 +5,8 @@
 // pid, from the kernel: SO_PEERCRED, LOCAL_PEERCRED, or the pipe client's
 // process token). It owns the operating system's calls, not the policy:
 // daemon/endpoint decides whom flyd serves; a dial on Windows refuses a
-// pipe server that is not this user before the caller sends anything,
-// which is the pipe's form of paths.CheckSocketTrust.
+// pipe that is not this user's (its owner) before the caller sends
+// anything, which is the pipe's form of paths.CheckSocketTrust.
 //
 // It imports the standard library, golang.org/x/sys and internal/owner:
 // the shim links it.
@@ -26,8 +26,9 @@ import (
 // still holds the lock.
 func Listen(name string) (net.Listener, error) { return listen(name) }
 
-// Dial connects to the endpoint name. On Windows it refuses a pipe whose
-// server runs as another user, before anything is sent on it.
+// Dial connects to the endpoint name. On Windows it refuses a pipe that
+// another user owns (one made under flyd's name while flyd was not
+// running), before anything is sent on it.
 func Dial(ctx context.Context, name string) (net.Conn, error) { return dial(ctx, name) }
 
 // NoListener reports whether a Dial error means that nothing listens at

@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -39,15 +40,21 @@ func SID(s string) User { return User{sid: s} }
 
 func me() string { return current().String() }
 
-// securityOf reads the owner and access list of path without following
-// a link (a reparse point) at its end.
-func securityOf(path string) (*windows.SECURITY_DESCRIPTOR, error) {
+// securityOf reads the owner and access list of path, or of what a link
+// (a reparse point) at its end leads to when follow: the file the caller
+// will open, as Unix's checks, which read the caller's Stat or Lstat
+// answer, judge the file that answer describes.
+func securityOf(path string, follow bool) (*windows.SECURITY_DESCRIPTOR, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, err
 	}
+	flags := uint32(windows.FILE_FLAG_BACKUP_SEMANTICS)
+	if !follow {
+		flags |= windows.FILE_FLAG_OPEN_REPARSE_POINT
+	}
 	h, err := windows.CreateFile(p, windows.READ_CONTROL, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
-		nil, windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS|windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
+		nil, windows.OPEN_EXISTING, flags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -59,8 +66,18 @@ func securityOf(path string) (*windows.SECURITY_DESCRIPTOR, error) {
 	return sd, nil
 }
 
-func ownerSID(path string) (*windows.SID, *windows.SECURITY_DESCRIPTOR, error) {
-	sd, err := securityOf(path)
+// follows reports whether a check of path judges what a link at its end
+// leads to, as the caller's fi does: fi from Stat describes the target
+// (and a path that is no link is the same file either way); fi from
+// Lstat of a link (a symlink; a junction or another reparse point, which
+// Go shows as irregular; an AF_UNIX socket) describes the link itself,
+// as Unix's Lstat answer does, and so the link's own security is read.
+func follows(fi fs.FileInfo) bool {
+	return fi == nil || fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular|fs.ModeSocket) == 0
+}
+
+func ownerSID(path string, fi fs.FileInfo) (*windows.SID, *windows.SECURITY_DESCRIPTOR, error) {
+	sd, err := securityOf(path, follows(fi))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the owner of %s: %w", path, err)
 	}
@@ -71,16 +88,16 @@ func ownerSID(path string) (*windows.SID, *windows.SECURITY_DESCRIPTOR, error) {
 	return o, sd, nil
 }
 
-func of(path string, _ fs.FileInfo) (Owner, error) {
-	o, _, err := ownerSID(path)
+func of(path string, fi fs.FileInfo) (Owner, error) {
+	o, _, err := ownerSID(path, fi)
 	if err != nil {
 		return Owner{}, err
 	}
 	return Owner{Me: o.String() == current().sid, Name: o.String()}, nil
 }
 
-func (u User) owns(path string, _ fs.FileInfo) (bool, error) {
-	o, _, err := ownerSID(path)
+func (u User) owns(path string, fi fs.FileInfo) (bool, error) {
+	o, _, err := ownerSID(path, fi)
 	return err == nil && u.sid != "" && o.String() == u.sid, err
 }
 
@@ -112,24 +129,104 @@ func othersGranted(sd *windows.SECURITY_DESCRIPTOR, user string, mask windows.AC
 	if err != nil {
 		return false, err
 	}
+	return aclGrants(dacl, user, mask)
+}
+
+// aclGrants reports whether dacl allows any right of mask to a SID other
+// than user and the trusted ones. Entries that only take away (deny) are
+// passed over, as are those inherit-only (they apply to what the
+// directory's new entries inherit, not to it) and those that are not
+// about access (audit, alarm, labels, which belong in a system access
+// list). Every kind of entry that allows is read: plain, callback
+// (conditional: the condition may hold, so it counts as granting) and
+// object entries (whose SID follows one or two GUIDs). An entry of a kind
+// not known here, or one too short for what it says it holds, counts as
+// granting everything to everyone: a check that cannot read an access
+// list refuses it.
+func aclGrants(dacl *windows.ACL, user string, mask windows.ACCESS_MASK) (bool, error) {
 	for i := uint32(0); i < uint32(dacl.AceCount); i++ {
 		var ace *windows.ACCESS_ALLOWED_ACE
 		if err := windows.GetAce(dacl, i, &ace); err != nil {
 			return false, err
 		}
-		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || ace.Header.AceFlags&windows.INHERIT_ONLY_ACE != 0 {
-			continue // deny entries only take away; inherit-only ones do not apply here
+		if ace.Header.AceFlags&windows.INHERIT_ONLY_ACE != 0 {
+			continue
 		}
-		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart)).String()
-		if sid != user && !trusted[sid] && ace.Mask&mask != 0 {
+		allows, sid, m := readACE(ace)
+		if !allows {
+			continue
+		}
+		if sid == "" {
+			return true, nil // an allowing entry this cannot read
+		}
+		if sid != user && !trusted[sid] && m&mask != 0 {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
+// Access entry types (winnt.h) beside the two golang.org/x/sys names.
+// Types 0x04 (ACCESS_ALLOWED_COMPOUND, unused since Windows NT 4) and any
+// above 0x15 are not known here.
+const (
+	aceAudit                 = 0x02
+	aceAlarm                 = 0x03
+	aceAllowedObject         = 0x05
+	aceDeniedObject          = 0x06
+	aceAuditObject           = 0x07
+	aceAlarmObject           = 0x08
+	aceAllowedCallback       = 0x09
+	aceDeniedCallback        = 0x0a
+	aceAllowedCallbackObject = 0x0b
+	aceDeniedCallbackObject  = 0x0c
+	aceFirstSystemCallback   = 0x0d // 0x0d-0x10: audit and alarm entries, callback and object
+	aceLastSystem            = 0x15 // 0x11-0x15: label, resource attribute, scoped policy, trust label, access filter
+)
+
+// readACE reads one access entry: whether it allows anything, and if so
+// to whom (a SID string, "" when the entry cannot be read: then it must
+// be taken to allow everything to everyone) and what.
+func readACE(ace *windows.ACCESS_ALLOWED_ACE) (allows bool, sid string, mask windows.ACCESS_MASK) {
+	const header, maskSize, flagsSize, guidSize, minSID = 4, 4, 4, 16, 8
+	b := unsafe.Slice((*byte)(unsafe.Pointer(ace)), ace.Header.AceSize)
+	var at int // where the SID starts
+	switch t := ace.Header.AceType; {
+	case t == windows.ACCESS_ALLOWED_ACE_TYPE, t == aceAllowedCallback:
+		at = header + maskSize // a callback entry's condition follows its SID
+	case t == aceAllowedObject, t == aceAllowedCallbackObject:
+		at = header + maskSize + flagsSize
+		if len(b) < at {
+			return true, "", 0
+		}
+		flags := binary.LittleEndian.Uint32(b[8:])
+		if flags&windows.ACE_OBJECT_TYPE_PRESENT != 0 {
+			at += guidSize
+		}
+		if flags&windows.ACE_INHERITED_OBJECT_TYPE_PRESENT != 0 {
+			at += guidSize
+		}
+	case t == windows.ACCESS_DENIED_ACE_TYPE, t == aceDeniedObject, t == aceDeniedCallback, t == aceDeniedCallbackObject:
+		return false, "", 0 // takes away only
+	case t == aceAudit, t == aceAlarm, t == aceAuditObject, t == aceAlarmObject, t >= aceFirstSystemCallback && t <= aceLastSystem:
+		return false, "", 0 // not about access
+	default:
+		return true, "", 0 // a compound entry, or a kind newer than this code
+	}
+	// A SID is 8 bytes and 4 per sub-authority (its second byte counts them).
+	if len(b) < at+minSID || len(b) < at+minSID+4*int(b[at+1]) {
+		return true, "", 0
+	}
+	s := (*windows.SID)(unsafe.Pointer(&b[at]))
+	if !s.IsValid() {
+		return true, "", 0
+	}
+	mask = windows.ACCESS_MASK(binary.LittleEndian.Uint32(b[header:]))
+	return true, s.String(), mask
+}
+
 func othersCanWrite(path string, fi fs.FileInfo) (bool, error) {
-	o, sd, err := ownerSID(path)
+	o, sd, err := ownerSID(path, fi)
 	if err != nil {
 		return false, fmt.Errorf("who may write %s: %w", path, err)
 	}
@@ -137,7 +234,7 @@ func othersCanWrite(path string, fi fs.FileInfo) (bool, error) {
 }
 
 func secret(path string, fi fs.FileInfo) (bool, error) {
-	o, sd, err := ownerSID(path)
+	o, sd, err := ownerSID(path, fi)
 	if err != nil {
 		return false, err
 	}
