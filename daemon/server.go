@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -34,6 +36,7 @@ import (
 	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	flypaths "github.com/fly-dev/fly/internal/paths"
+	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
@@ -78,6 +81,16 @@ type Config struct {
 	// Listen is the loopback TCP address (token-guarded) for HTTP clients
 	// and the dashboard; "" for none (flyd's flag defaults to DefaultListen).
 	Listen string
+	// HolderExe, when set, is flyd's own binary: each flutter run is then
+	// kept by a holder process of it (`flyd hold`, internal/holder) in
+	// Paths.Runs(), and outlives flyd: a restart of flyd, planned or not,
+	// keeps the runs, and the next flyd takes them back. "": every run
+	// ends with flyd.
+	HolderExe string
+	// StoredLogEntries and StoredLogBytes bound the persisted log of one
+	// run (defaults 100,000 entries and 32 MiB).
+	StoredLogEntries int
+	StoredLogBytes   int64
 
 	Log *slog.Logger // default: discard
 }
@@ -162,6 +175,8 @@ type Server struct {
 
 	stopRequested chan struct{} // closed (once, by requestStop) when a client asks flyd to stop
 	stopOnce      sync.Once
+	stopRuns      atomic.Bool      // the client asked for every run to stop too
+	handleKey     []byte           // makes a peer's session handle outlive flyd (peerHandle); nil: none does
 	http          httpSessions     // Streamable HTTP sessions
 	httpWG        sync.WaitGroup   // their serveSession goroutines
 	tokens        *loopback.Tokens // the TCP listener's; nil without one
@@ -185,8 +200,12 @@ func New(cfg Config) *Server {
 			a.Rescan() // its apps' DTD files may be there already
 		}
 	}
-	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes, Subreaper: cfg.Subreaper, LoginEnv: cfg.LoginEnv},
-		cfg.Log, s.runChanged)
+	var holders *runs.Holders
+	if cfg.HolderExe != "" && cfg.Paths.Socket != "" {
+		holders = &runs.Holders{Exe: cfg.HolderExe, Dir: cfg.Paths.Runs(), Control: cfg.Paths.RunControl}
+	}
+	s.runs = runs.New(runs.Config{Flutter: cfg.Flutter, StopGrace: cfg.StopGrace, RingEntries: cfg.RingEntries, RingBytes: cfg.RingBytes,
+		Subreaper: cfg.Subreaper, LoginEnv: cfg.LoginEnv, Holders: holders}, cfg.Log, s.runChanged)
 	s.surface = mcpserver.New(mcpserver.Config{
 		PageSize: cfg.PageSize, MaxReadBytes: cfg.MaxReadBytes, Rules: cfg.Rules, MaxRuns: cfg.MaxRuns, MaxBuilds: cfg.MaxBuilds,
 		RunStartTimeout: cfg.RunStartTimeout, BuildTimeout: cfg.BuildTimeout,
@@ -219,9 +238,13 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.Release()
-	db, err := store.Open(p.DB(), store.Options{KeepRuns: s.cfg.KeepRuns, MaxAge: s.cfg.MaxRunAge, Logger: s.log})
+	db, err := store.Open(p.DB(), store.Options{KeepRuns: s.cfg.KeepRuns, MaxAge: s.cfg.MaxRunAge, Logger: s.log,
+		MaxLogEntries: s.cfg.StoredLogEntries, MaxLogBytes: s.cfg.StoredLogBytes})
 	if err != nil {
 		return err
+	}
+	if s.handleKey, err = loadHandleKey(filepath.Join(p.StateDir, handleKeyFile)); err != nil {
+		s.log.Warn("session handles will not outlive this flyd", logErr, err)
 	}
 	stopStore, err := s.startStore(db, filepath.Join(p.StateDir, "seqmarks"))
 	if err != nil {
@@ -241,11 +264,17 @@ func (s *Server) Run(ctx context.Context) error {
 	pl := &endpoint.PeerListener{Listener: ln, User: owner.Current(), Refuse: func(pr endpoint.Peer, err error) {
 		s.log.Warn("connection refused: peer is another user", "peer", pr.User.String(), "peer_pid", pr.PID, logErr, err)
 	}}
+	// Requests end with flyd: a log follow of a run that outlives it is
+	// cut (the client resumes from its cursor with the next flyd), not
+	// ended with an exit line, and does not hold up the stop.
+	base, endRequests := context.WithCancel(context.Background())
+	defer endRequests()
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       connIdle,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return endpoint.ConnContext(context.WithValue(ctx, connKey{}, c), c)
 		},
@@ -274,7 +303,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		err = fmt.Errorf("serve: %w", err)
 	}
-	s.shutdown(hs)
+	s.shutdown(hs, endRequests)
 	if err == nil {
 		err = <-serveErr
 		if errors.Is(err, http.ErrServerClosed) {
@@ -287,14 +316,20 @@ func (s *Server) Run(ctx context.Context) error {
 
 // shutdown closes the listener, every session and every workspace, and
 // waits for their goroutines.
-func (s *Server) shutdown(hs *http.Server) {
-	// Upstreams, then runs: no process outlives its daemon, and log
-	// followers get their exit line and end, so the HTTP shutdown below
-	// need not wait for them.
+func (s *Server) shutdown(hs *http.Server, endRequests context.CancelFunc) {
+	// Upstreams, then runs: nothing that ends with flyd outlives it (the
+	// runs their holders keep go on unless the client asked for every
+	// run to stop), and log followers get their exit line or are cut, so
+	// the HTTP shutdown below need not wait for them.
 	if s.up != nil {
 		s.up.Close()
 	}
-	s.runs.Close()
+	if s.stopRuns.Load() {
+		s.runs.CloseAll()
+	} else {
+		s.runs.Close()
+	}
+	endRequests()
 	s.api.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -354,6 +389,7 @@ func (s *Server) startStore(db *store.DB, marksPath string) (stop func(), err er
 			s.log.Error("store writer stopped", logErr, err)
 		}
 	}()
+	s.runs.Resume() // the runs a previous flyd left to their holders, with the writer running
 	return func() {
 		cancel()
 		<-done
@@ -432,8 +468,14 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// requestStop makes Run stop as if its context were cancelled.
-func (s *Server) requestStop() { s.stopOnce.Do(func() { close(s.stopRequested) }) }
+// requestStop makes Run stop as if its context were cancelled; with
+// req.Runs, every run stops with it.
+func (s *Server) requestStop(req wire.ShutdownRequest) {
+	if req.Runs {
+		s.stopRuns.Store(true)
+	}
+	s.stopOnce.Do(func() { close(s.stopRequested) })
+}
 
 // ServeTransport serves one MCP session over t, bound to the workspace
 // of dir (opened as for any client, released when the session ends), and
@@ -498,11 +540,15 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 func (s *Server) openSession(sess *session) (end func(err error)) {
 	s.conns.Add(1)
 	sess.since = time.Now()
-	if sess.handle == "" {
-		sess.handle = newHandle()
-	}
+	peer := s.peerHandle(sess.peerPID)
 	sess.subs = make(map[string]bool)
 	s.mu.Lock()
+	if sess.handle == "" {
+		sess.handle = newHandle()
+		if peer != "" && !s.handleInUseLocked(peer) {
+			sess.handle = peer
+		}
+	}
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
 	if s.up != nil {
@@ -596,6 +642,62 @@ func newHandle() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// handleKeyFile, in the state directory, keys peerHandle.
+const handleKeyFile = "session.key"
+
+// peerHandle is the handle of a session of peer process pid: the same
+// for every session of that process (told from any other by its start
+// time), across restarts of flyd, so that a client whose shim reconnects
+// to a new flyd keeps its claims and what it was told of its runs (a
+// run that outlives flyd keeps both by handle). It is a keyed hash, not
+// the pid: nothing about the process can be read from it, nor can a
+// handle be made for another. "" when the peer is unknown (HTTP, an
+// in-process client) or flyd has no key; openSession gives such a
+// session, or a second one of the same process, a handle of its own.
+func (s *Server) peerHandle(pid int) string {
+	if s.handleKey == nil || pid <= 0 {
+		return ""
+	}
+	start, err := proc.StartTime(pid)
+	if err != nil || start == 0 {
+		return ""
+	}
+	mac := hmac.New(sha256.New, s.handleKey)
+	fmt.Fprintf(mac, "%d:%d", pid, start)
+	return hex.EncodeToString(mac.Sum(nil)[:8])
+}
+
+// handleInUseLocked reports whether a session has handle h; s.mu is held.
+func (s *Server) handleInUseLocked(h string) bool {
+	for _, o := range s.sessions {
+		if o.handle == h {
+			return true
+		}
+	}
+	return false
+}
+
+// loadHandleKey reads the key of peerHandle at path, making one (random,
+// the user's alone) if there is none.
+func loadHandleKey(path string) ([]byte, error) {
+	if b, err := os.ReadFile(path); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, key, 0o600); err != nil {
+		return nil, fmt.Errorf("write the session key: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("write the session key: %w", err)
+	}
+	return key, nil
 }
 
 // RunInfo is a run as the status reports it: the wire type.

@@ -156,6 +156,13 @@ func Restore(opts Options, entries []Entry) (*Ring, error) {
 // blocks on readers. It returns a copy of the new entry, or the zero Entry
 // (Seq 0) if the ring is closed, in which case the text is dropped.
 func (r *Ring) Append(stream Stream, text string) Entry {
+	return r.AppendAt(stream, text, time.Time{})
+}
+
+// AppendAt is Append for a line read at another time than now (a line a
+// run's holder kept while flyd was away): the entry's time is at, or now
+// when at is zero.
+func (r *Ring) AppendAt(stream Stream, text string, at time.Time) Entry {
 	truncated := false
 	if len(text) > r.maxLine {
 		text, truncated = cut(text, r.maxLine), true
@@ -166,7 +173,10 @@ func (r *Ring) Append(stream Stream, text string) Entry {
 		return Entry{}
 	}
 	r.last++
-	e := Entry{Seq: r.last, Time: time.Now().Round(0), Stream: stream, Text: text, Truncated: truncated}
+	if at.IsZero() {
+		at = time.Now() // under the lock: the times of live entries rise with their seqs
+	}
+	e := Entry{Seq: r.last, Time: at.Round(0), Stream: stream, Text: text, Truncated: truncated}
 	r.push(e)
 	if r.wake != nil {
 		close(r.wake)

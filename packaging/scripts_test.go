@@ -37,10 +37,11 @@ func TestMaintainerScripts(t *testing.T) {
 		reload    = "--user -M %s@ daemon-reload"
 		restart   = "--user -M 1000@ try-restart flyd.service"
 		stopOurs  = "--user -M 1000@ disable --now flyd.service"
+		killOurs  = "--user -M 1000@ kill --kill-whom=all flyd.service" // the runs' holders too
 		globalOff = "--global disable flyd.service"
 	)
 	reloads := []string{strings.Replace(reload, "%s", "1000", 1), strings.Replace(reload, "%s", "1001", 1)}
-	removal := []string{globalOff, list, show1000, show1001, stopOurs}
+	removal := []string{globalOff, list, show1000, show1001, killOurs, stopOurs}
 	for _, tc := range []struct {
 		script string
 		args   []string

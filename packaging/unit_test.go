@@ -62,7 +62,7 @@ func TestPackagedUnit(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("%s is not the template filled in for /usr/bin/flyd (go test ./packaging -update rewrites it)\n--- got\n%s\n--- want\n%s", file, got, want)
 	}
-	for _, line := range []string{"ExecStart=/usr/bin/flyd run\n", "WantedBy=default.target\n", "KillMode=mixed\n"} {
+	for _, line := range []string{"ExecStart=/usr/bin/flyd run\n", "WantedBy=default.target\n", "KillMode=process\n"} {
 		if !strings.Contains(want, line) {
 			t.Errorf("%s has no line %q", file, line)
 		}

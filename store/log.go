@@ -41,6 +41,10 @@ type LogMeta struct {
 	Entries  uint64 // entries kept
 	Bytes    uint64 // text bytes kept
 	Dropped  uint64 // entries whose commit failed (a full disk, say)
+	// Mark is the newest mark of an AppendGroup committed: how far the
+	// run's source (its holder's spool) is in the store, entries made
+	// from it and the mark being committed together.
+	Mark uint64
 }
 
 // op is one item of the writer's queue: a log entry, a run record (rec
@@ -48,6 +52,8 @@ type LogMeta struct {
 type op struct {
 	run   string
 	e     Entry
+	group []Entry // an AppendGroup's entries (e unused), committed with mark
+	mark  uint64
 	rec   []byte
 	ended bool // rec is a finished run's: its commit prunes (see Prune)
 	done  chan error
@@ -70,6 +76,28 @@ func (db *DB) Append(runID string, e Entry) error {
 		e.Time = time.Now()
 	}
 	return db.enqueue(op{run: runID, e: e})
+}
+
+// AppendGroup queues entries for the run's log as one unit, with mark:
+// they and the mark are committed in one transaction, or none of them
+// is. The run's LogMeta.Mark becomes mark (if it is higher), so that
+// whoever feeds the log from a source of its own (a holder's spool)
+// resumes right after what is stored, with nothing lost and nothing
+// twice. Otherwise it is Append.
+func (db *DB) AppendGroup(runID string, entries []Entry, mark uint64) error {
+	if runID == "" || len(runID) > bolt.MaxKeySize {
+		return fmt.Errorf("append log entries: bad run id %.40q", runID)
+	}
+	now := time.Now()
+	for i := range entries {
+		if entries[i].Time.IsZero() {
+			entries[i].Time = now
+		}
+	}
+	if entries == nil {
+		entries = []Entry{} // a group of none still moves the mark
+	}
+	return db.enqueue(op{run: runID, group: entries, mark: mark})
 }
 
 // QueueRun queues r to be written with the next group commit, replacing
@@ -269,6 +297,7 @@ func (db *DB) stop(b *batch, stopped chan struct{}) error {
 // batch is what the writer has taken from the queue and not committed.
 type batch struct {
 	ops      []op
+	n        int // entries in ops (a group counts as its entries)
 	barriers []chan error
 }
 
@@ -277,6 +306,7 @@ func (b *batch) add(o op) {
 		b.barriers = append(b.barriers, o.done)
 	} else {
 		b.ops = append(b.ops, o)
+		b.n += max(1, len(o.group))
 	}
 }
 
@@ -284,7 +314,7 @@ func (b *batch) pending() bool { return len(b.ops) > 0 }
 
 // full reports whether b must be committed now: it holds maxBatch
 // entries, or a Flush is waiting.
-func (b *batch) full() bool { return len(b.ops) >= maxBatch || len(b.barriers) > 0 }
+func (b *batch) full() bool { return b.n >= maxBatch || len(b.barriers) > 0 }
 
 // drain commits the entries queued when it starts, in batches, answers
 // their Flush barriers, and returns the first commit error since the last
@@ -336,7 +366,7 @@ func (db *DB) commit(b *batch) {
 		lost := 0
 		for _, o := range b.ops {
 			if o.rec == nil {
-				lost++
+				lost += max(1, len(o.group))
 			}
 		}
 		db.failures.observe(err, lost)
@@ -345,7 +375,7 @@ func (db *DB) commit(b *batch) {
 			db.dropsMu.Lock()
 			for _, o := range b.ops {
 				if o.rec == nil {
-					db.drops[o.run]++
+					db.drops[o.run] += uint64(max(1, len(o.group)))
 				}
 			}
 			for run, n := range drops {
@@ -366,6 +396,7 @@ func (db *DB) commit(b *batch) {
 	}
 	clear(b.ops) // release the texts
 	b.ops = b.ops[:0]
+	b.n = 0
 	b.barriers = b.barriers[:0]
 }
 
@@ -386,11 +417,19 @@ func writeLogs(tx *bolt.Tx, ops []op, drops map[string]uint64, maxEntries int, m
 	logs := tx.Bucket(bucketLogs)
 	// Keys and values must stay valid until the transaction ends: encode
 	// them into two slabs.
-	size := 0
+	size, n := 0, 0
 	for _, o := range ops {
+		if o.group != nil {
+			for _, e := range o.group {
+				size += encodedLen(e)
+			}
+			n += len(o.group)
+			continue
+		}
 		size += encodedLen(o.e)
+		n++
 	}
-	keys := make([]byte, 0, 8*len(ops))
+	keys := make([]byte, 0, 8*n)
 	vals := make([]byte, 0, size)
 
 	var order []string // runs in order of first appearance
@@ -424,8 +463,7 @@ func writeLogs(tx *bolt.Tx, ops []op, drops map[string]uint64, maxEntries int, m
 		if err != nil {
 			return fmt.Errorf("run %s: %w", run, err)
 		}
-		for _, i := range byRun[run] {
-			e := ops[i].e
+		put := func(e Entry) error {
 			if e.Seq == 0 {
 				e.Seq = m.LastSeq + 1
 			}
@@ -447,6 +485,21 @@ func writeLogs(tx *bolt.Tx, ops []op, drops map[string]uint64, maxEntries int, m
 			m.LastSeq = max(m.LastSeq, e.Seq)
 			if m.FirstSeq == 0 || e.Seq < m.FirstSeq {
 				m.FirstSeq = e.Seq
+			}
+			return nil
+		}
+		for _, i := range byRun[run] {
+			if o := ops[i]; o.group != nil {
+				for _, e := range o.group {
+					if err := put(e); err != nil {
+						return err
+					}
+				}
+				m.Mark = max(m.Mark, o.mark)
+				continue
+			}
+			if err := put(ops[i].e); err != nil {
+				return err
 			}
 		}
 		m.Dropped += drops[run]
@@ -574,13 +627,18 @@ func (db *DB) viewLog(runID string, fn func(*bolt.Bucket) error) error {
 	})
 }
 
-// LogMeta is stored as a version byte and five big-endian uint64s.
-const logMetaLen = 1 + 5*8
+// LogMeta is stored as a version byte and big-endian uint64s: five in
+// version 1, and Mark as a sixth in version 2, which a file of version 1
+// reads as 0.
+const (
+	logMetaLen   = 1 + 5*8
+	logMetaLenV2 = 1 + 6*8
+)
 
 func (m LogMeta) encode() []byte {
-	v := make([]byte, 1, logMetaLen)
-	v[0] = 1
-	for _, n := range []uint64{m.FirstSeq, m.LastSeq, m.Entries, m.Bytes, m.Dropped} {
+	v := make([]byte, 1, logMetaLenV2)
+	v[0] = 2
+	for _, n := range []uint64{m.FirstSeq, m.LastSeq, m.Entries, m.Bytes, m.Dropped, m.Mark} {
 		v = be.AppendUint64(v, n)
 	}
 	return v
@@ -591,16 +649,20 @@ func readLogMeta(b *bolt.Bucket) (LogMeta, error) {
 	if v == nil {
 		return LogMeta{}, nil
 	}
-	if len(v) < logMetaLen || v[0] != 1 {
+	if len(v) < logMetaLen || v[0] < 1 || v[0] > 2 || (v[0] == 2 && len(v) < logMetaLenV2) {
 		return LogMeta{}, fmt.Errorf("malformed log meta %x", v)
 	}
-	return LogMeta{
+	m := LogMeta{
 		FirstSeq: be.Uint64(v[1:]),
 		LastSeq:  be.Uint64(v[9:]),
 		Entries:  be.Uint64(v[17:]),
 		Bytes:    be.Uint64(v[25:]),
 		Dropped:  be.Uint64(v[33:]),
-	}, nil
+	}
+	if v[0] == 2 {
+		m.Mark = be.Uint64(v[41:])
+	}
+	return m, nil
 }
 
 // An entry's value (its seq is the key) is:

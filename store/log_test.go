@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestGroupCommit(t *testing.T) {
@@ -500,5 +502,39 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			prev = n
 		}
+	}
+}
+
+// TestAppendGroupMark: a group's entries and its mark are committed
+// together, the mark only rising; a log meta of version 1 reads with no
+// mark.
+func TestAppendGroupMark(t *testing.T) {
+	db := mustOpen(t)
+	id := NewRunID()
+	mustPutRun(t, db, Record{ID: id, State: StateRunning})
+	if err := db.AppendGroup(id, []Entry{{Seq: 1, Text: "a"}, {Seq: 2, Text: "b"}}, 7); err != nil {
+		t.Fatal(err)
+	}
+	db.Append(id, Entry{Seq: 3, Text: "note"})
+	db.AppendGroup(id, []Entry{{Seq: 4, Text: "c"}}, 9)
+	db.AppendGroup(id, nil, 8) // an older mark does not go back
+	mustFlush(t, db)
+	st, err := db.LogStats(id)
+	if err != nil || st.Mark != 9 || st.LastSeq != 4 || st.Entries != 4 {
+		t.Fatalf("LogStats = %+v, %v; want mark 9 after 4 entries", st, err)
+	}
+	// A file written before marks existed.
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		v := []byte{1}
+		for _, n := range []uint64{1, 4, 4, 6, 0} {
+			v = be.AppendUint64(v, n)
+		}
+		return tx.Bucket(bucketLogs).Bucket([]byte(id)).Put(keyLogMeta, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := db.LogStats(id); err != nil || st != (LogMeta{FirstSeq: 1, LastSeq: 4, Entries: 4, Bytes: 6}) {
+		t.Errorf("LogStats of a version-1 meta = %+v, %v", st, err)
 	}
 }

@@ -75,6 +75,32 @@ type Record struct {
 	LastAction *Action `json:"last_action,omitempty"`
 	// Errors counts the app's framework errors (a flutter run's).
 	Errors *ErrorCounts `json:"errors,omitempty"`
+	// Holder is the directory of the run's holder (internal/holder), for
+	// a run that outlives flyd; "" for one that ends with it.
+	Holder string `json:"holder,omitempty"`
+	// Mode is the build mode flutter reported: debug, profile or release.
+	Mode string `json:"mode,omitempty"`
+	// Journal is what clients did to the run, oldest first (the newest
+	// few), Claim a session's hold on it while it lasts, and Heard, by
+	// session handle, the newest action of the journal that session was
+	// told of: a run that outlives flyd keeps them across its restarts.
+	Journal []JournalEntry    `json:"journal,omitempty"`
+	Claim   *ClaimRecord      `json:"claim,omitempty"`
+	Heard   map[string]uint64 `json:"heard,omitempty"`
+}
+
+// JournalEntry is one action of a run's journal, numbered.
+type JournalEntry struct {
+	Seq uint64 `json:"seq"`
+	Action
+}
+
+// ClaimRecord is a session's hold on a run.
+type ClaimRecord struct {
+	By    Actor     `json:"by"`
+	Note  string    `json:"note,omitempty"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
 }
 
 // Actor is who acted on a run: a client session of flyd (its id and the
@@ -204,14 +230,15 @@ func (db *DB) Runs() ([]Record, error) {
 }
 
 // MarkInterrupted marks every run left starting or running, by a flyd that
-// did not shut down cleanly, as interrupted, with EndedAt set to now. It
-// returns those runs so that the caller can kill their process groups,
-// after checking PID and PIDStart. Call it at start, before any run is
-// started. Interrupted runs are never relaunched.
-func (db *DB) MarkInterrupted() ([]Record, error) {
+// did not shut down cleanly, as interrupted, with EndedAt set to now,
+// except those spare keeps (nil keeps none): runs whose process outlives
+// flyd (a holder's), which the caller takes back. It returns the runs it
+// marked, so that the caller can kill their process groups after checking
+// PID and PIDStart, and those it spared. Call it at start, before any run
+// is started. Interrupted runs are never relaunched.
+func (db *DB) MarkInterrupted(spare func(Record) bool) (marked, spared []Record, err error) {
 	now := time.Now()
-	var marked []Record
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRuns)
 		type put struct{ k, v []byte }
 		var puts []put
@@ -221,6 +248,10 @@ func (db *DB) MarkInterrupted() ([]Record, error) {
 				return fmt.Errorf("decode run %s: %w", k, err)
 			}
 			if !r.State.Live() {
+				return nil
+			}
+			if spare != nil && spare(r) {
+				spared = append(spared, r)
 				return nil
 			}
 			r.State = StateInterrupted
@@ -246,9 +277,9 @@ func (db *DB) MarkInterrupted() ([]Record, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mark interrupted runs: %w", err)
+		return nil, nil, fmt.Errorf("mark interrupted runs: %w", err)
 	}
-	return marked, nil
+	return marked, spared, nil
 }
 
 // Prune deletes finished runs, with their logs, beyond the newest

@@ -301,7 +301,7 @@ func TestReopen(t *testing.T) {
 	}
 
 	// MarkInterrupted changes the live runs only.
-	marked, err := db.MarkInterrupted()
+	marked, _, err := db.MarkInterrupted(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestReopen(t *testing.T) {
 			t.Errorf("run %d state = %s, want %s", i, got.State, want)
 		}
 	}
-	if marked, err := db.MarkInterrupted(); err != nil || len(marked) != 0 {
+	if marked, _, err := db.MarkInterrupted(nil); err != nil || len(marked) != 0 {
 		t.Errorf("second MarkInterrupted() = %v, %v, want nothing", marked, err)
 	}
 }

@@ -168,16 +168,17 @@ curl -H "Authorization: Bearer $(flyctl token print)" "http://$(cat ` + placeHTT
 			},
 			{
 				name:     "daemon",
-				summary:  "stop flyd itself (daemon stop); its runs stop with it",
+				summary:  "stop flyd itself (daemon stop); its runs go on unless --runs",
 				needVerb: "daemon needs a verb: flyctl daemon stop",
 				badVerb:  "unknown daemon verb %q; the verb is stop: flyctl daemon stop",
 				verbs: []*command{{
 					name:    "stop",
 					summary: "stop flyd cleanly, however it was started",
-					usage:   "flyctl daemon stop [--json] [--timeout D]",
+					usage:   "flyctl daemon stop [--runs] [--json] [--timeout D]",
 					about:   daemonStopAbout,
 					run:     handle(cmdDaemonStop),
 					examples: `flyctl daemon stop
+flyctl daemon stop --runs
 flyctl daemon stop --json`,
 				}},
 			},

@@ -8,24 +8,29 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/localclient"
+	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
 
 // daemonStopAbout is what flyctl daemon stop --help says it does.
 const daemonStopAbout = `Stops flyd cleanly, however it was started (by an editor's flyctl mcp, by
-the login service, or by hand): its runs and builds are stopped as
-flutter_stop stops them, and it exits. flyd starts again when an editor
-connects (flyctl mcp starts it when none answers) and, if the service is
-installed, at your next login. Stopping a flyd that is not running is not
-an error.`
+the login service, or by hand). Its flutter runs go on, each kept by its
+holder, and the next flyd takes them back (logs, reloads, stop); builds
+and one-shot commands stop as flutter_stop stops them. With --runs, every
+run is stopped too, and nothing of flyd's is left. flyd starts again when
+an editor connects (flyctl mcp starts it when none answers) and, if the
+service is installed, at your next login. Stopping a flyd that is not
+running is not an error.`
 
 type daemonStopOptions struct {
 	json    bool
+	runs    bool
 	timeout time.Duration
 }
 
 func (o *daemonStopOptions) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, `print {"stopped": bool, "pid": N} as JSON`)
+	fs.BoolVar(&o.runs, "runs", false, "stop every run too (they outlive flyd otherwise)")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for flyd to exit (its runs' stop grace included)")
 }
 
@@ -40,7 +45,7 @@ func cmdDaemonStop(ctx context.Context, c *call, o *daemonStopOptions) error {
 		return err
 	}
 	defer lc.CloseIdleConnections()
-	pid, err := lc.Shutdown(ctx)
+	pid, err := lc.StopDaemon(ctx, wire.ShutdownRequest{Runs: o.runs})
 	switch {
 	case errors.Is(err, localclient.ErrNoDaemon):
 		return c.report(o.json, false, 0, "flyd is not running")
@@ -60,7 +65,11 @@ func cmdDaemonStop(ctx context.Context, c *call, o *daemonStopOptions) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return c.report(o.json, true, pid, fmt.Sprintf("stopped flyd (pid %d) and its runs; an editor's flyctl mcp starts it again when it connects", pid))
+	what := fmt.Sprintf("stopped flyd (pid %d); its flutter runs go on, and the next flyd takes them back", pid)
+	if o.runs {
+		what = fmt.Sprintf("stopped flyd (pid %d) and its runs", pid)
+	}
+	return c.report(o.json, true, pid, what+"; an editor's flyctl mcp starts it again when it connects")
 }
 
 // report prints daemon stop's outcome: text, or JSON.

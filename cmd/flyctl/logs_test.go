@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -110,12 +111,59 @@ func checkFollowed(t *testing.T, out, want string) map[int]string {
 }
 
 // TestFollowSurvivesFlydCrash: a follow resumes across a SIGKILLed and
-// restarted flyd without printing a line twice or skipping one, and
-// ends with the run marked interrupted.
+// restarted flyd; the run lives on under its holder, its log holds every
+// line once, and the follow goes on, with no gap, until the run is
+// stopped. A seq never means two lines: the lines the dead flyd had shown
+// but not stored are shown again, at new seqs, from the holder's spool.
 func TestFollowSurvivesFlydCrash(t *testing.T) {
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=30")
 	flyd := flytest.StartFlyd(t, e)
+	cs, _ := mcpSession(t, e, flutterProject(t))
+	id := startRun(t, cs)
+
+	f := startFollow(t, e.Getenv, id, "-f", "-o", "json", "-n", "all")
+	f.waitLines(t, "tick", 10)
+	flyd.Kill(t)
+	flytest.StartFlyd(t, e)
+	f.waitLines(t, "tick", strings.Count(f.stdout.String(), "tick")+10) // from the next flyd
+	mustFlyctl(t, e.Getenv, "stop", id)
+	if err := f.wait(t); err != nil {
+		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
+	}
+	followed := checkFollowed(t, f.stdout.String(), "stopped") // no gap: the holder spooled what flyd missed
+
+	logged, texts, ticks := map[int]bool{}, map[string]bool{}, 0
+	for _, l := range jsonLines(t, mustFlyctl(t, e.Getenv, "logs", "tail", id, "-n", "all", "-o", "json")) {
+		if l["type"] != "entry" {
+			continue
+		}
+		seq, text := int(l["seq"].(float64)), fmt.Sprint(l["text"])
+		logged[seq], texts[text] = true, true
+		if got, ok := followed[seq]; ok && got != text {
+			t.Errorf("seq %d is %q in the log, but %q was followed: a seq was reused", seq, text, got)
+		}
+		if n, ok := strings.CutPrefix(text, "flutter: tick "); ok {
+			if ticks++; n != strconv.Itoa(ticks) {
+				t.Errorf("the log's tick %s where tick %d was due: a line lost or stored twice", n, ticks)
+			}
+		}
+	}
+	for seq, text := range followed {
+		if !logged[seq] && !texts[text] {
+			t.Errorf("seq %d %q was followed, but the log does not hold it", seq, text)
+		}
+	}
+}
+
+// TestFollowSurvivesFlydCrashUnheld: the same with runs that end with
+// flyd (--hold-runs=false): the follow resumes without printing a line
+// twice or skipping one the next flyd has, and ends with the run marked
+// interrupted.
+func TestFollowSurvivesFlydCrashUnheld(t *testing.T) {
+	e := flytest.NewEnv(t)
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=30")
+	flyd := flytest.StartFlyd(t, e, "--hold-runs=false")
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
@@ -128,7 +176,7 @@ func TestFollowSurvivesFlydCrash(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	flytest.StartFlyd(t, e)
+	flytest.StartFlyd(t, e, "--hold-runs=false")
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
 	}
@@ -201,9 +249,10 @@ func TestFollowSurvivesDroppedConnections(t *testing.T) {
 	}
 }
 
-// TestFollowAcrossFlydRestart: flyd stopped with SIGTERM stops its runs,
-// so a follow ends with "stopped", either straight from the old daemon
-// or from the new one after a reconnect.
+// TestFollowAcrossFlydRestart: flyd restarts (SIGTERM, as a service
+// manager does) while a run is followed. The run lives on under its
+// holder, the follow goes on from the next flyd with every line once,
+// and it ends with "stopped" when the run is stopped.
 func TestFollowAcrossFlydRestart(t *testing.T) {
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20")
@@ -215,6 +264,10 @@ func TestFollowAcrossFlydRestart(t *testing.T) {
 	f.waitLines(t, "tick", 5)
 	flyd.Stop(t)
 	flytest.StartFlyd(t, e)
+	f.waitLines(t, "tick", strings.Count(f.stdout.String(), "tick")+5) // from the next flyd
+	if out, errs, code := flyctl(t, e.Getenv, "stop", id); code != 0 {
+		t.Fatalf("flyctl stop %s after the restart: exit %d\n%s%s", id, code, out, errs)
+	}
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())
 	}

@@ -54,6 +54,7 @@ func TestServiceRender(t *testing.T) {
 				"\nEnvironment=\"JAVA_HOME=/usr/lib/jvm/java-17\"\n",
 				"\nRestart=on-failure\n",
 				"\nRestartSec=2\n",
+				"\nKillMode=process\n", // the runs' holders outlive a restart
 				"\n[Install]\nWantedBy=default.target\n",
 			},
 		},
@@ -68,6 +69,7 @@ func TestServiceRender(t *testing.T) {
 				"<key>FLUTTER_ROOT</key>\n\t\t<string>/home/dev/flutter</string>",
 				"<key>RunAtLoad</key>\n\t<true/>",
 				"<key>KeepAlive</key>\n\t<true/>",
+				"<key>AbandonProcessGroup</key>\n\t<true/>",
 				"<key>StandardOutPath</key>\n\t<string>/home/dev/Library/Logs/fly/flyd.log</string>",
 				"<key>StandardErrorPath</key>\n\t<string>/home/dev/Library/Logs/fly/flyd.log</string>",
 			},

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fly-dev/fly/daemon"
 	"github.com/fly-dev/fly/daemon/dtd"
+	"github.com/fly-dev/fly/internal/holder"
 	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/paths"
@@ -27,6 +29,11 @@ import (
 )
 
 func main() {
+	// A run's holder is flyd's own binary, started by flyd: it needs
+	// none of the daemon, so it is dispatched before anything else.
+	if len(os.Args) > 1 && os.Args[1] == "hold" {
+		os.Exit(holder.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
@@ -56,6 +63,7 @@ one workspace index per project, kept current, served over a local socket
 Usage:
   flyd run [flags]    run in the foreground, logging to stderr
   flyd version        print the version
+  flyd hold           (flyd starts it) hold one run, so that it outlives flyd
 
 Environment:
 ` + envUsage + `
@@ -100,6 +108,9 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	ringEntries := fs.Int("log-entries", d.RingEntries, "log lines kept in memory per run")
 	ringKB := fs.Int("log-kb", d.RingBytes>>10, "log text kept in memory per run, in KiB")
 	keepRuns := fs.Int("keep-runs", d.KeepRuns, "finished runs kept on disk")
+	holdRuns := fs.Bool("hold-runs", true, "keep each flutter run in a holder process, so that it outlives a restart, crash or upgrade of flyd (false: runs end with flyd)")
+	storedLines := fs.Int("stored-log-lines", 100_000, "log lines kept on disk per run")
+	storedMB := fs.Int("stored-log-mb", 32, "log text kept on disk per run, in MiB")
 	maxRunAge := fs.Duration("max-run-age", d.MaxRunAge, "finished runs older than this are deleted")
 	listen := fs.String("listen", loopback.DefaultListen, "loopback `ADDR` for HTTP MCP clients and the dashboard, guarded by the token in the state directory; \"\" for none")
 	dtdDir := fs.String("dtd-dir", "", "the `DIR` where Dart Tooling Daemons write their files, watched to find apps started outside fly (default: $DART_DATA_HOME/dtd, else Dart's state directory; - for none)")
@@ -163,30 +174,47 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		rules.Extensions = append(rules.Extensions, "."+strings.ToLower(strings.TrimPrefix(e, ".")))
 	}
 	home, _ := os.UserHomeDir()
+	holderExe := ""
+	if *holdRuns {
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			return fmt.Errorf("--hold-runs: find flyd's own binary for the runs' holders: %w (or pass --hold-runs=false)", err)
+		}
+		holderExe = exe
+	}
+	if *storedLines < 1 || *storedMB < 1 {
+		return usageError{errors.New("--stored-log-lines and --stored-log-mb must be at least 1")}
+	}
 	srv := daemon.New(daemon.Config{
-		Paths:           p,
-		Home:            home,
-		MaxMessageBytes: int64(*maxMsgMB) << 20,
-		MaxReadBytes:    int64(*maxReadMB) << 20,
-		PageSize:        *pageSize,
-		Linger:          *linger,
-		HTTPSessionIdle: *httpIdle,
-		Rules:           rules,
-		Flutter:         *flutter,
-		MaxRuns:         *maxRuns,
-		MaxBuilds:       *maxBuilds,
-		BuildTimeout:    *buildTimeout,
-		StopGrace:       *stopGrace,
-		RingEntries:     *ringEntries,
-		RingBytes:       *ringKB << 10,
-		KeepRuns:        *keepRuns,
-		MaxRunAge:       *maxRunAge,
-		Upstreams:       *upstreams,
-		DTDDir:          dtdDirOf(*dtdDir),
-		Listen:          *listen,
-		Subreaper:       true, // flyd is the process: its runs' orphans come back to it
-		LoginEnv:        loginEnvOf(*loginEnv, *loginShell, getenv, slog.New(h)),
-		Log:             slog.New(h),
+		Paths:            p,
+		Home:             home,
+		MaxMessageBytes:  int64(*maxMsgMB) << 20,
+		MaxReadBytes:     int64(*maxReadMB) << 20,
+		PageSize:         *pageSize,
+		Linger:           *linger,
+		HTTPSessionIdle:  *httpIdle,
+		Rules:            rules,
+		Flutter:          *flutter,
+		MaxRuns:          *maxRuns,
+		MaxBuilds:        *maxBuilds,
+		BuildTimeout:     *buildTimeout,
+		StopGrace:        *stopGrace,
+		RingEntries:      *ringEntries,
+		RingBytes:        *ringKB << 10,
+		KeepRuns:         *keepRuns,
+		MaxRunAge:        *maxRunAge,
+		Upstreams:        *upstreams,
+		DTDDir:           dtdDirOf(*dtdDir),
+		Listen:           *listen,
+		Subreaper:        true, // flyd is the process: its runs' orphans come back to it
+		HolderExe:        holderExe,
+		StoredLogEntries: *storedLines,
+		StoredLogBytes:   int64(*storedMB) << 20,
+		LoginEnv:         loginEnvOf(*loginEnv, *loginShell, getenv, slog.New(h)),
+		Log:              slog.New(h),
 	})
 	return srv.Run(ctx)
 }

@@ -191,8 +191,10 @@ func TestListChangedPerWorkspace(t *testing.T) {
 		t.Fatalf("flutter_run: %s", toolText(res))
 	}
 	callTool(t, a, "flutter_stop", map[string]any{"run_id": out.RunID}, nil)
-	// Notifications precede the reply that follows them on a connection:
-	// one more round trip on each session lets every earlier one arrive.
+	// A session's notifications go out through its own queue, beside the
+	// replies: wait for the two, then one more round trip on each session
+	// lets any later one arrive.
+	flytest.Eventually(t, "the start's and the end's list_changed", func() bool { return len(na.listChanged) >= 2 })
 	for _, cs := range []*mcp.ClientSession{a, b} {
 		if err := cs.Ping(context.Background(), nil); err != nil {
 			t.Fatal(err)

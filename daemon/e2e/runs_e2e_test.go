@@ -355,13 +355,15 @@ func TestCancelBuildKillsGroup(t *testing.T) {
 }
 
 // TestCrashCountsLostLinesExactly kills flyd while the app prints a line
-// a millisecond: lines published to followers but not yet stored are lost
-// with it, and the next flyd says exactly how many, continuing the log
-// right after the last seq any follower can have seen.
+// a millisecond, with runs that end with flyd (--hold-runs=false; a held
+// run loses nothing, see TestCrashLosesNoLine): lines published to
+// followers but not yet stored are lost with it, and the next flyd says
+// exactly how many, continuing the log right after the last seq any
+// follower can have seen.
 func TestCrashCountsLostLinesExactly(t *testing.T) {
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=1")
-	d := flytest.StartFlyd(t, e)
+	d := flytest.StartFlyd(t, e, "--hold-runs=false")
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "follower", root, nil)
 	var started mcpserver.RunResult
@@ -378,7 +380,7 @@ func TestCrashCountsLostLinesExactly(t *testing.T) {
 	}
 	cs.Close()
 	d.Kill(t)
-	flytest.StartFlyd(t, e)
+	flytest.StartFlyd(t, e, "--hold-runs=false")
 	cs2 := viaShim(e)(t, "after", root, nil)
 	text, _ := readText(t, cs2, started.LogURI+"?tail=1500")
 	lines := strings.Split(strings.TrimSpace(text), "\n")
@@ -406,39 +408,54 @@ func TestCrashCountsLostLinesExactly(t *testing.T) {
 	}
 }
 
-// TestRestartKillsOrphanedGroup: after kill -9 of flyd, the app's leader
-// dies too but its grandchild lives on in the run's process group; the
-// next flyd still kills the group (by its members, not only its leader).
+// TestRestartKillsOrphanedGroup: nothing of a run without a live holder
+// outlives the next flyd. After kill -9 of flyd and of the run's holder
+// (or, with --hold-runs=false, of flyd alone), the app's leader dies too
+// but its grandchild lives on in the run's process group; the next flyd
+// still kills the group (by its members, not only its leader).
 func TestRestartKillsOrphanedGroup(t *testing.T) {
-	e := flytest.NewEnv(t)
-	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvGrandchild+"=1")
-	d := flytest.StartFlyd(t, e)
-	root := flutterProject(t)
-	cs := viaShim(e)(t, "before", root, nil)
-	var started mcpserver.RunResult
-	if res := callTool(t, cs, "flutter_run", nil, &started); res.IsError {
-		t.Fatalf("flutter_run: %s", toolText(res))
-	}
-	gpid := grandchildPID(t, cs, started.LogURI)
-	var listed mcpserver.RunsListResult
-	callTool(t, cs, "runs_list", nil, &listed)
-	ri, _ := findRun(listed.Runs, started.RunID)
-	cs.Close()
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			e := flytest.NewEnv(t)
+			e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=0", fakeflutter.EnvGrandchild+"=1")
+			args := []string{fmt.Sprintf("--hold-runs=%v", held)}
+			d := flytest.StartFlyd(t, e, args...)
+			root := flutterProject(t)
+			cs := viaShim(e)(t, "before", root, nil)
+			var started mcpserver.RunResult
+			if res := callTool(t, cs, "flutter_run", nil, &started); res.IsError {
+				t.Fatalf("flutter_run: %s", toolText(res))
+			}
+			gpid := grandchildPID(t, cs, started.LogURI)
+			var listed mcpserver.RunsListResult
+			callTool(t, cs, "runs_list", nil, &listed)
+			ri, _ := findRun(listed.Runs, started.RunID)
+			cs.Close()
 
-	d.Kill(t)
-	if err := flytest.Signal(ri.PID, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill the app's leader: %v", err)
+			d.Kill(t)
+			if held {
+				st := heldState(t, e, started.RunID)
+				if err := flytest.Signal(st.Holder.PID, syscall.SIGKILL); err != nil {
+					t.Fatalf("kill the run's holder: %v", err)
+				}
+				waitGone(t, "the run's holder", st.Holder.PID)
+			}
+			if err := flytest.Signal(ri.PID, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill the app's leader: %v", err)
+			}
+			waitGone(t, "the app's leader", ri.PID)
+			if !alive(gpid) {
+				t.Fatal("the grandchild died with its leader; the test needs it orphaned")
+			}
+			flytest.StartFlyd(t, e, args...)
+			waitGone(t, "the orphaned grandchild of the killed flyd's run", gpid)
+		})
 	}
-	waitGone(t, "the app's leader", ri.PID)
-	if !alive(gpid) {
-		t.Fatal("the grandchild died with its leader; the test needs it orphaned")
-	}
-	flytest.StartFlyd(t, e)
-	waitGone(t, "the orphaned grandchild of the killed flyd's run", gpid)
 }
 
-// TestRestartKeepsRuns: kill -9 flyd with a live run; the next flyd marks
-// the run interrupted, kills its leftover process group, keeps its log and
+// TestRestartKeepsRuns: kill -9 flyd with a live run that ends with flyd
+// (--hold-runs=false; a held one lives on, see TestCrashLosesNoLine); the
+// next flyd marks the run interrupted, kills its leftover process group, keeps its log and
 // continues its seq; a second flyd on the same state dir fails fast.
 func TestRestartKeepsRuns(t *testing.T) {
 	t.Parallel() // its own flyd: it waits mostly, so it overlaps the others
@@ -447,7 +464,7 @@ func TestRestartKeepsRuns(t *testing.T) {
 	// printing after flyd dies is killed by SIGPIPE, and this test needs
 	// one that outlives its daemon.
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=10", fakeflutter.EnvLines+"=5")
-	d := flytest.StartFlyd(t, e)
+	d := flytest.StartFlyd(t, e, "--hold-runs=false")
 	root := flutterProject(t)
 	cs := viaShim(e)(t, "before", root, nil)
 	var started mcpserver.RunResult
@@ -483,7 +500,7 @@ func TestRestartKeepsRuns(t *testing.T) {
 	if !alive(ri.PID) {
 		t.Fatalf("the app died with flyd; the test needs it orphaned")
 	}
-	flytest.StartFlyd(t, e)
+	flytest.StartFlyd(t, e, "--hold-runs=false")
 	waitGone(t, "orphaned app of the killed flyd", ri.PID)
 
 	cs2 := viaShim(e)(t, "after", root, nil)

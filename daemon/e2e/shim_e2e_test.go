@@ -75,7 +75,8 @@ func TestShimSurvivesRestart(t *testing.T) {
 	writeTree(t, root, map[string]string{"lib/main.dart": "void main() { print(0); }\n"})
 	n.waitUpdated(t, mainURI)
 
-	// Restart 1: kill -9, then a flyd whose builds take a minute.
+	// Restart 1: kill -9, then a flyd whose builds take a minute. The run
+	// outlives it, under its holder.
 	first.Kill(t)
 	slow := *e
 	slow.Vars = append(slices.Clone(e.Vars), fakeflutter.EnvStartupMS+"=60000")
@@ -83,8 +84,8 @@ func TestShimSurvivesRestart(t *testing.T) {
 
 	var listed mcpserver.RunsListResult
 	callTool(t, cs, "runs_list", nil, &listed)
-	if ri, ok := findRun(listed.Runs, started.RunID); !ok || ri.State != "interrupted" {
-		t.Fatalf("runs_list after the restart = %+v, want run %s interrupted", listed.Runs, started.RunID)
+	if ri, ok := findRun(listed.Runs, started.RunID); !ok || ri.State != "running" || ri.Holder != "holder" {
+		t.Fatalf("runs_list after the restart = %+v, want run %s running, taken back from its holder", listed.Runs, started.RunID)
 	}
 	if uris, _ := listAll(t, cs); !slices.Contains(uris, mainURI) {
 		t.Fatalf("resources/list after the restart lacks %s: %v", mainURI, uris)

@@ -42,8 +42,9 @@ type Config struct {
 	// Trusted reports whether a request comes from a peer checked to be
 	// this user (the Unix socket): only such a peer may rotate the token.
 	Trusted func(r *http.Request) bool
-	// Shutdown asks flyd to stop, as SIGTERM does; it returns at once.
-	Shutdown func()
+	// Shutdown asks flyd to stop, as SIGTERM does (or with its runs, as
+	// the request says); it returns at once.
+	Shutdown func(wire.ShutdownRequest)
 	// Apps lists the apps found outside fly, of a workspace root ("" for
 	// all); nil for none.
 	Apps func(root string) []wire.App

@@ -57,18 +57,20 @@ func (a *API) rotateToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // shutdown answers POST /v1/shutdown: flyd stops as it does on SIGTERM
-// (Windows has no SIGTERM for a windowless process). Only a peer on the
-// socket may ask: a holder of the loopback token could otherwise stop
-// every agent's runs.
+// (Windows has no SIGTERM for a windowless process), keeping the runs
+// their holders keep, unless ?runs=1 asks for every run to stop too. Only
+// a peer on the socket may ask: a holder of the loopback token could
+// otherwise stop every agent's runs.
 func (a *API) shutdown(w http.ResponseWriter, r *http.Request) {
 	if !a.cfg.Trusted(r) {
 		http.Error(w, "stop flyd through the socket (flyctl daemon stop)", http.StatusForbidden)
 		return
 	}
+	req := wire.ShutdownRequest{Runs: r.URL.Query().Get(wire.QueryShutdownRuns) == "1"}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(map[string]int{"pid": os.Getpid()})
-	a.cfg.Shutdown()
+	a.cfg.Shutdown(req)
 }
 
 // grep answers GET /v1/grep?workspace=DIR&pattern=…: files_grep for

@@ -164,7 +164,8 @@ func (s *Server) readErrors(ctx context.Context, req *mcp.ReadResourceRequest) (
 }
 
 // followErrors tells the subscribers of r's errors resource that it
-// changed, at most once per errorsUpdateEvery, until the run ends.
+// changed, at most once per errorsUpdateEvery, until the run ends or flyd
+// lets go of it.
 func (s *Server) followErrors(r *runs.Run) {
 	uri := runs.ErrorsURI(r.ID())
 	list := r.Errors()
@@ -175,6 +176,8 @@ func (s *Server) followErrors(r *runs.Run) {
 			select {
 			case <-changed:
 			case <-r.Done():
+				return
+			case <-r.Released():
 				return
 			}
 		}
@@ -187,6 +190,8 @@ func (s *Server) followErrors(r *runs.Run) {
 		select { // what comes meanwhile is told at the end of the wait
 		case <-time.After(errorsUpdateEvery):
 		case <-r.Done():
+			return
+		case <-r.Released():
 			return
 		}
 	}

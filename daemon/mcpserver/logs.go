@@ -201,12 +201,20 @@ func (s *Server) RunChanged(r *runs.Run) {
 }
 
 // followLog tells subscribers of r's log that it grew, at most once per
-// logUpdateEvery, until the run's ring is closed.
+// logUpdateEvery, until the run's ring is closed, or flyd lets go of a run
+// that outlives it.
 func (s *Server) followLog(r *runs.Run) {
 	uri := runs.LogURI(r.Kind(), r.ID())
 	seen := r.Ring().Last()
 	for {
-		<-r.Ring().Wait(seen)
+		select {
+		case <-r.Ring().Wait(seen):
+		case <-r.Released():
+			s.mu.Lock()
+			delete(s.notifying, r.ID())
+			s.mu.Unlock()
+			return
+		}
 		closed := r.Ring().Closed()
 		seen = r.Ring().Last()
 		for _, sess := range s.sessions.All() {

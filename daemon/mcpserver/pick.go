@@ -229,7 +229,11 @@ func endLine(r *runs.Run, now time.Time) string {
 	case store.StateCancelled:
 		why = append(why, safetext.Line(rec.Error))
 	case store.StateInterrupted:
-		why = append(why, "flyd stopped while it ran")
+		if rec.Error != "" {
+			why = append(why, safetext.Line(rec.Error))
+		} else {
+			why = append(why, "flyd stopped while it ran")
+		}
 	}
 	if len(why) > 0 {
 		b.WriteString(": " + strings.Join(why, ", "))

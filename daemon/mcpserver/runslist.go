@@ -159,6 +159,9 @@ func runLine(w wire.Run, short string, showRoot bool, now time.Time) string {
 		}
 		f = append(f, s)
 	}
+	if w.Degraded != "" {
+		f = append(f, safetext.Line(w.Degraded))
+	}
 	if c := w.Claim; c != nil {
 		s := "claimed by " + actorName(c.By) + " until " + c.Until.Local().Format("15:04:05")
 		if c.Note != "" {

@@ -93,27 +93,16 @@ func newsLines(acts []runs.Action, run string) []string {
 }
 
 // newsOf returns what sessions other than sess did to r since sess last
-// heard of r, oldest first, and moves sess's cursor.
+// heard of r, oldest first, and moves sess's cursor. The run keeps the
+// cursor, by the session's handle: a run that outlives flyd goes on
+// telling a session that comes back under its handle only what is new.
 func (s *Server) newsOf(sess *client, r *runs.Run) []runs.Action {
-	s.mu.Lock()
-	seen := s.seen[sess.ID()]
-	if seen == nil {
-		seen = make(map[string]uint64)
-		s.seen[sess.ID()] = seen
-	}
-	since := seen[r.ID()]
-	acts, last := r.ActionsSince(since)
-	seen[r.ID()] = last
-	s.mu.Unlock()
+	acts := r.NewsFor(sess.Handle())
 	return slices.DeleteFunc(acts, func(a runs.Action) bool { return a.By.Session == sess.Handle() })
 }
 
-// SessionEnded forgets what the session id was told and ends the claims
-// of its handle.
+// SessionEnded ends the claims of the session's handle.
 func (s *Server) SessionEnded(id, handle string) {
-	s.mu.Lock()
-	delete(s.seen, id)
-	s.mu.Unlock()
 	s.runs.ReleaseClaims(handle)
 }
 
@@ -197,6 +186,9 @@ func (t tools) restart(ctx context.Context, req *mcp.CallToolRequest, p runIDPar
 		out.NextSince = l.Rev()
 	}
 	text, isErr := outcomeText(o)
+	if d := r.Degraded(); d != "" {
+		text = "This run is " + safetext.Line(d) + ".\n" + text
+	}
 	return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: withNews(news, text)}}}, out, nil
 }
 
@@ -281,6 +273,7 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams)
 	}
 	news := t.s.news(sess, r)
 	wasLive := !hasEnded(r)
+	degraded := r.Degraded()
 	if wasLive {
 		if err := r.StopAs(ctx, runs.Act{By: by, Force: p.Force, ExitApp: p.StopApp}); err != nil {
 			return nil, StopResult{}, errors.New(withNews(news, err.Error()))
@@ -288,7 +281,11 @@ func (t tools) stop(ctx context.Context, req *mcp.CallToolRequest, p stopParams)
 	}
 	rec := r.Record()
 	res := StopResult{RunID: rec.ID, State: string(rec.State), ExitCode: rec.ExitCode, Others: news}
-	return textResult(withNews(news, stopText(r, wasLive))), res, nil
+	text := stopText(r, wasLive)
+	if degraded != "" {
+		text += " (it was " + safetext.Line(degraded) + ": flyd ended its process group itself)"
+	}
+	return textResult(withNews(news, text)), res, nil
 }
 
 // stopText says what a stop did, in a line: "run 01jq… stopped: exit 0",

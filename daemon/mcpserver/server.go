@@ -123,12 +123,11 @@ type Server struct {
 	ownTools []*mcp.Tool // flyd's tools/list, schemas encoded once; nil until the first
 
 	mu          sync.Mutex
-	notifying   map[string]bool              // runs whose log has a followLog goroutine
-	listed      map[string]bool              // live runs whose start was announced by list_changed
-	notifyWG    sync.WaitGroup               // followLog and followErrors goroutines
-	seen        map[string]map[string]uint64 // per session, per run: the newest action it was told of
-	listens     map[string]int               // open subscriptions/listen streams per session handle
-	httpListens int                          // those of them over HTTP
+	notifying   map[string]bool // runs whose log has a followLog goroutine
+	listed      map[string]bool // live runs whose start was announced by list_changed
+	notifyWG    sync.WaitGroup  // followLog and followErrors goroutines
+	listens     map[string]int  // open subscriptions/listen streams per session handle
+	httpListens int             // those of them over HTTP
 }
 
 // New builds the MCP surface for cfg: every tool, prompt, resource and
@@ -141,7 +140,7 @@ func New(cfg Config) *Server {
 		cfg.MaxSessionListens = 8
 	}
 	s := &Server{cfg: cfg, listens: make(map[string]int), log: cfg.Log, runs: cfg.Runs, sessions: cfg.Sessions, own: make(map[string]bool), tools: make(map[string]ownTool),
-		notifying: make(map[string]bool), listed: make(map[string]bool), seen: make(map[string]map[string]uint64)}
+		notifying: make(map[string]bool), listed: make(map[string]bool)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "flyd", Title: "fly", Version: wire.Version}, &mcp.ServerOptions{
 		Instructions:              instructions,
 		Logger:                    s.log.With("component", "mcp"),

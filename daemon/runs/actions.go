@@ -139,7 +139,19 @@ func (r *Run) logAction(a store.Action) {
 	}
 	r.note(line)
 	r.persist()
+	// An action is on disk before its caller hears of it: a flyd that
+	// dies a moment later forgets neither a claim nor the news of it.
+	if db := r.eng.db; db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), actionFlushTimeout)
+		defer cancel()
+		if err := db.Flush(ctx); err != nil {
+			r.eng.log.Warn("store an action", logRun, r.id, logErr, err)
+		}
+	}
 }
+
+// actionFlushTimeout bounds how long an action waits for the store.
+const actionFlushTimeout = 5 * time.Second
 
 // ActionsSince returns the journal's actions after seq, oldest first,
 // and the newest seq (pass it next time).
@@ -153,6 +165,47 @@ func (r *Run) ActionsSince(seq uint64) ([]Action, uint64) {
 		}
 	}
 	return out, r.actSeq
+}
+
+// maxHeard bounds the sessions whose news cursor a run keeps: past it,
+// the one told of least is forgotten (and hears the journal again).
+const maxHeard = 64
+
+// NewsFor returns the journal's actions after the newest that session
+// handle was told of (all it holds, the first time), oldest first, and
+// moves that session's cursor. The cursors are kept with the run's
+// record: a run that outlives flyd tells a session that comes back to it
+// (under the same handle) only what it has not heard.
+func (r *Run) NewsFor(handle string) []Action {
+	r.mu.Lock()
+	since := r.heard[handle]
+	var out []Action
+	for _, a := range r.journal {
+		if a.Seq > since {
+			out = append(out, a)
+		}
+	}
+	moved := r.actSeq != since
+	if moved {
+		if r.heard == nil {
+			r.heard = make(map[string]uint64)
+		}
+		r.heard[handle] = r.actSeq
+		if len(r.heard) > maxHeard {
+			least, leastSeq := "", uint64(1<<63)
+			for h, s := range r.heard {
+				if s < leastSeq {
+					least, leastSeq = h, s
+				}
+			}
+			delete(r.heard, least)
+		}
+	}
+	r.mu.Unlock()
+	if moved {
+		r.save()
+	}
+	return out
 }
 
 // claimLocked is the claim in force, if any; r.mu is held. A claim
@@ -292,8 +345,16 @@ func (r *Run) endClaim(session string) {
 	}
 }
 
-// ReleaseClaims ends every claim that session holds: it has ended.
+// ReleaseClaims ends every claim that session holds: it has ended. Not
+// once the engine is closed: then flyd is stopping, not the session, and
+// the claims of the runs that outlive flyd go on with them.
 func (e *Engine) ReleaseClaims(session string) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return
+	}
 	for _, r := range e.Live() {
 		r.endClaim(session)
 	}

@@ -36,6 +36,9 @@ type Engine struct {
 	stopAdopt context.CancelFunc
 	adoptDone chan struct{}
 
+	resumable []store.Record    // runs Open found left to their holders, for Resume
+	published map[string]uint64 // the newest seq the previous flyd published of each run, for Resume
+
 	mu       sync.Mutex
 	runs     map[string]*Run // in memory: live, and finished ones not yet on disk
 	ended    []endedErrors   // the error lists of the runs that ended last, oldest first
@@ -51,17 +54,19 @@ func New(cfg Config, log *slog.Logger, changed func(*Run)) *Engine {
 // Open attaches the store and, if marksPath is not "", the file of
 // published seqs (see seqMarks). Runs left live by a daemon that died are
 // marked interrupted and their process groups killed if they are still
-// the same processes; they are never relaunched.
+// the same processes; they are never relaunched. Runs left to their
+// holders are not: Resume takes them back.
 func (e *Engine) Open(db *store.DB, marksPath string) error {
 	e.db = db
 	if e.cfg.Subreaper {
 		e.startAdopting()
 	}
 	published := e.openMarks(marksPath)
-	stale, err := db.MarkInterrupted()
+	stale, held, err := db.MarkInterrupted(func(r store.Record) bool { return r.Holder != "" })
 	if err != nil {
 		return fmt.Errorf("mark interrupted runs: %w", err)
 	}
+	e.resumable, e.published = held, published
 	for _, r := range stale {
 		e.interrupted(r, published)
 	}
@@ -115,8 +120,7 @@ func (e *Engine) interrupted(r store.Record, published map[string]uint64) {
 		// orphanedGroup looked (on Windows, where no job of this flyd's
 		// holds it, the group is its leader alone).
 		_ = proc.SignalGroupIfStarted(r.PID, r.PIDStart, proc.Kill)
-		marked, _ := markedProcesses(r.ID)
-		for _, p := range marked {
+		for _, p := range proc.WithEnv(EnvMarker + "=" + r.ID) {
 			_ = proc.SignalProcess(p, proc.Kill)
 		}
 		note += fmt.Sprintf("; its process group %d was still alive and was killed", r.PID)
@@ -162,16 +166,27 @@ func orphanedGroup(r store.Record) (bool, error) {
 	return proc.GroupAlive(r.PID)
 }
 
-// Close stops every live run (app.stop, SIGTERM, SIGKILL), records it
-// as stopped, and waits for every goroutine of the engine. Start fails
-// with ErrClosed after it.
-func (e *Engine) Close() {
+// Close stops every live run (app.stop, SIGTERM, SIGKILL) that ends with
+// flyd, records it as stopped, lets go of the runs their holders keep
+// (they stay live, for the next flyd), and waits for every goroutine of
+// the engine. Start fails with ErrClosed after it.
+func (e *Engine) Close() { e.close(false) }
+
+// CloseAll is Close for a flyd asked to stop with its runs: the runs
+// their holders keep are stopped too.
+func (e *Engine) CloseAll() { e.close(true) }
+
+func (e *Engine) close(all bool) {
 	e.mu.Lock()
 	e.closed = true
 	live := e.liveLocked()
 	e.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, r := range live {
+		if !all && r.kept() {
+			wg.Go(r.letGo)
+			continue
+		}
 		wg.Go(func() { _ = r.stop(context.Background()) })
 	}
 	wg.Wait()

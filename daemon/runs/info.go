@@ -55,6 +55,9 @@ func (r *Run) Info() wire.Run {
 	if c, ok := r.CurrentClaim(); ok {
 		w.Claim = &wire.Claim{By: wire.Actor{Session: c.By.Session, Client: c.By.Client}, Note: c.Note, Since: c.Since, Until: c.Until}
 	}
+	if r.live() {
+		w.Holder, w.Degraded = r.Held(), r.Degraded()
+	}
 	return w
 }
 

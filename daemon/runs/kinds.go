@@ -35,6 +35,10 @@ type kindOptions struct {
 	// stopRequest is the --machine request that asks the app to end
 	// before any signal, once it has started ("app.stop"); "" for none.
 	stopRequest string
+
+	// held: with Config.Holders, its process is held by a holder of its
+	// own, which outlives flyd (see heldProcess).
+	held bool
 }
 
 // optionsOf returns the options of kind. A kind without options of its

@@ -403,17 +403,16 @@ func frameMachine(obj []byte) []byte {
 
 // writeStdin writes b to the process's stdin: ErrRunEnded without one.
 func (r *Run) writeStdin(b []byte) error {
-	if r.proc == nil || r.proc.stdin == nil {
+	if r.proc == nil || !r.proc.hasInput() {
 		return ErrRunEnded
 	}
-	_, err := r.proc.stdin.Write(b)
-	return err
+	return r.proc.writeInput(b)
 }
 
 // request sends a --machine request to the app and waits for its reply.
 func (r *Run) request(ctx context.Context, method string, params any) (machineMsg, error) {
 	r.mu.Lock()
-	if r.proc == nil || r.proc.stdin == nil || !r.live() {
+	if r.proc == nil || !r.proc.hasInput() || !r.live() {
 		r.mu.Unlock()
 		return machineMsg{}, ErrRunEnded
 	}

@@ -22,7 +22,7 @@ func (r *Run) read(rd io.Reader, stream logring.Stream) {
 	for {
 		line, cut, err := readLine(br)
 		if len(line) > 0 || (err == nil && !cut) {
-			r.handleLine(line, stream, cut)
+			r.handleLine(line, stream, cut, time.Time{})
 		}
 		if err != nil {
 			return
@@ -49,14 +49,16 @@ func readLine(br *bufio.Reader) (line []byte, cut bool, err error) {
 	return b, false, err
 }
 
-func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool) {
+// handleLine takes one line of output, read at at (zero: now; a line a
+// holder kept meanwhile has its own time).
+func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool, at time.Time) {
 	if stream == logring.Stdout && r.opts.machine && !cut {
 		if p, ok := parseAppLog(line); ok {
-			r.appLog(p)
+			r.appLog(p, at)
 			return
 		}
 		if m, ok := parseMachineLine(line); ok {
-			r.handleMachine(m)
+			r.handleMachine(m, at)
 			return
 		}
 	}
@@ -64,25 +66,70 @@ func (r *Run) handleLine(line []byte, stream logring.Stream, cut bool) {
 	if cut {
 		text += " …"
 	}
-	r.append(stream, text)
+	r.appendAt(stream, text, at)
 	if stream == logring.Stdout {
 		r.report(text)
 	}
 }
 
 // append adds one entry to the ring and queues it for the store.
-func (r *Run) append(stream logring.Stream, text string) {
+func (r *Run) append(stream logring.Stream, text string) { r.appendAt(stream, text, time.Time{}) }
+
+// appendAt is append for a line read at at (zero: now). Entries go to
+// the store in the order of their seqs (under r.gmu), so that what a
+// crash leaves committed is always the log up to some seq, never one
+// with holes; while the run's reader holds a group open (openGroup), they
+// join it, to be committed with its mark.
+func (r *Run) appendAt(stream logring.Stream, text string, at time.Time) {
 	if stream == logring.Stderr {
 		if c := r.stderrCapture.Load(); c != nil {
 			c.add(text)
 		}
 	}
-	e := r.ring.Append(stream, text)
+	r.gmu.Lock()
+	defer r.gmu.Unlock()
+	e := r.ring.AppendAt(stream, text, at)
 	if e.Seq == 0 || r.eng.db == nil {
 		return
 	}
 	r.eng.marks.set(r.markSlot, e.Seq)
-	_ = r.eng.db.Append(r.id, store.Entry{Seq: e.Seq, Time: e.Time, Stream: string(e.Stream), Text: e.Text, Truncated: e.Truncated})
+	se := store.Entry{Seq: e.Seq, Time: e.Time, Stream: string(e.Stream), Text: e.Text, Truncated: e.Truncated}
+	if r.group != nil {
+		r.group = append(r.group, se)
+		return
+	}
+	_ = r.eng.db.Append(r.id, se)
+}
+
+// openGroup starts a group of entries: those appended until closeGroup
+// are committed together, with the mark closeGroup gives (how far the
+// holder's spool is taken). The run's reader alone opens and closes it.
+func (r *Run) openGroup() {
+	r.gmu.Lock()
+	defer r.gmu.Unlock()
+	if r.group == nil {
+		r.group = make([]store.Entry, 0, 16)
+	}
+}
+
+// closeGroup queues the open group with mark, and ends it. It reports
+// how many entries it held.
+func (r *Run) closeGroup(mark uint64) int {
+	r.gmu.Lock()
+	defer r.gmu.Unlock()
+	g := r.group
+	r.group = nil
+	if r.eng.db != nil && g != nil {
+		_ = r.eng.db.AppendGroup(r.id, g, mark)
+	}
+	return len(g)
+}
+
+// groupLen is how many entries the open group holds.
+func (r *Run) groupLen() int {
+	r.gmu.Lock()
+	defer r.gmu.Unlock()
+	return len(r.group)
 }
 
 // note is flyd's own entry in the run's log.
@@ -100,7 +147,7 @@ func (r *Run) report(message string) {
 
 // handleMachine applies one --machine message to the run: a response to
 // one of flyd's requests, a request from flutter, or an event.
-func (r *Run) handleMachine(m machineMsg) {
+func (r *Run) handleMachine(m machineMsg, at time.Time) {
 	switch {
 	case m.Event == "" && m.Method == "": // a response to flyd
 		r.answered(m)
@@ -109,7 +156,7 @@ func (r *Run) handleMachine(m machineMsg) {
 			r.writeStdin(machineResponse(m.ID, map[string]string{"url": p.URL}))
 		}
 	default:
-		r.machineEvent(m)
+		r.machineEvent(m, at)
 	}
 }
 
@@ -130,19 +177,19 @@ func (r *Run) answered(m machineMsg) {
 
 // machineEvent applies one --machine event to the run's record and logs
 // it (but for app.log, whose text is the log).
-func (r *Run) machineEvent(m machineMsg) {
+func (r *Run) machineEvent(m machineMsg, at time.Time) {
 	changed := false
 	switch m.Event {
 	case machineAppLog:
 		if p, err := machineParams[machineAppLogParams](m); err == nil {
-			r.appLog(p)
+			r.appLog(p, at)
 			return
 		}
 	case machineAppStart:
 		if p, err := machineParams[machineAppStartParams](m); err == nil {
 			r.mu.Lock()
 			r.rec.AppID = p.AppID
-			r.mode = p.Mode
+			r.mode, r.rec.Mode = p.Mode, p.Mode
 			r.mu.Unlock()
 			changed = true
 		}
@@ -152,6 +199,7 @@ func (r *Run) machineEvent(m machineMsg) {
 			r.rec.VMServiceURI = p.WSURI
 			r.mu.Unlock()
 			r.followVM(p.WSURI)
+			r.tellHolderVM(p.WSURI)
 			changed = true
 		}
 	case machineAppDTD:
@@ -176,24 +224,24 @@ func (r *Run) machineEvent(m machineMsg) {
 			r.mu.Lock()
 			r.rec.Error = string(p.Error)
 			r.mu.Unlock()
-			r.append(logring.Stderr, string(p.Error))
+			r.appendAt(logring.Stderr, string(p.Error), at)
 		}
 	}
-	r.append(logring.Event, eventText(m))
+	r.appendAt(logring.Event, eventText(m), at)
 	if changed {
 		r.persist()
 	}
 }
 
 // appLog adds the app's output of an app.log event to the log.
-func (r *Run) appLog(p machineAppLogParams) {
+func (r *Run) appLog(p machineAppLogParams, at time.Time) {
 	stream := logring.Stdout
 	if p.Error {
 		stream = logring.Stderr
 	}
-	r.append(stream, p.Log)
+	r.appendAt(stream, p.Log, at)
 	if p.StackTrace != "" {
-		r.append(stream, p.StackTrace)
+		r.appendAt(stream, p.StackTrace, at)
 	}
 	if r.scanner != nil {
 		for _, e := range r.scanner.Text(p.Log, p.Error, p.StackTrace) {

@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"errors"
 
 	"github.com/fly-dev/fly/internal/proc"
 )
@@ -20,9 +19,8 @@ import (
 // macOS has neither /proc nor subreapers: there, a descendant that
 // leaves the process group is not stopped with its run. Windows needs
 // neither: a run's group is a job object, which no descendant can leave
-// and which ends with flyd (internal/proc). What differs by operating
-// system is in reap_linux.go, reap_darwin.go, reap_unix.go and
-// reap_windows.go.
+// (internal/proc). The operating system's calls are internal/proc's; how
+// this process adopts orphans differs in reap_unix.go and reap_windows.go.
 
 // EnvMarker is the variable that names the run a process belongs to.
 const EnvMarker = "FLY_RUN_ID"
@@ -35,11 +33,10 @@ func killTree(pid int, id string, sig proc.Signal) error {
 		return nil
 	}
 	err := proc.SignalGroup(pid, sig)
-	marked, merr := markedProcesses(id)
-	for _, p := range marked {
+	for _, p := range proc.WithEnv(EnvMarker + "=" + id) {
 		_ = proc.SignalProcess(p, sig)
 	}
-	return errors.Join(err, merr)
+	return err
 }
 
 // adopt makes this process the subreaper of its descendants, and runs the
@@ -59,19 +56,24 @@ func (e *Engine) reapOrphans() {
 	e.spawn.Lock()
 	defer e.spawn.Unlock()
 	leaders := e.leaders()
-	for _, pid := range childProcesses(true) {
+	for _, pid := range proc.Children(true) {
 		if !leaders[pid] {
-			_ = reapZombie(pid)
+			_ = proc.Reap(pid)
 		}
 	}
 }
 
-// leaders are the pids of the live runs' leaders.
+// leaders are the pids of the live runs' leaders that flyd waits for.
 func (e *Engine) leaders() map[int]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := make(map[int]bool)
 	for _, r := range e.liveLocked() {
+		if r.proc != nil && r.proc.held != nil {
+			// No exec.Cmd of flyd's waits for a held run's leader: it is
+			// flyd's child only once its holder died, an orphan like any.
+			continue
+		}
 		r.mu.Lock()
 		m[r.rec.PID] = true
 		r.mu.Unlock()
@@ -80,14 +82,30 @@ func (e *Engine) leaders() map[int]bool {
 }
 
 // killOrphans kills the adopted descendants that are still alive: at
-// Close, once every run has stopped, nothing flyd started outlives it.
+// Close, once every run that ends with flyd has stopped, nothing of
+// theirs outlives it. The holders of the runs flyd lets go of are its
+// children too, and are spared.
 func (e *Engine) killOrphans() {
 	e.spawn.Lock()
 	defer e.spawn.Unlock()
 	leaders := e.leaders()
-	for _, pid := range childProcesses(false) {
-		if !leaders[pid] {
+	holders := e.holders()
+	for _, pid := range proc.Children(false) {
+		if !leaders[pid] && !holders[pid] {
 			_ = proc.SignalProcess(pid, proc.Kill)
 		}
 	}
+}
+
+// holders are the pids of the holders of the runs in memory.
+func (e *Engine) holders() map[int]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := make(map[int]bool)
+	for _, r := range e.runs {
+		if r.proc != nil && r.proc.held != nil {
+			m[r.proc.held.holder.PID] = true
+		}
+	}
+	return m
 }

@@ -2,12 +2,31 @@
 
 package runs
 
-import "syscall"
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
 
-// reapZombie waits for the child pid, which has exited, without
-// blocking.
-func reapZombie(pid int) error {
-	var ws syscall.WaitStatus
-	_, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-	return err
+	"github.com/fly-dev/fly/internal/proc"
+)
+
+// adoptOrphans makes this process the child subreaper of its
+// descendants (Linux; macOS has none, and says so), then calls reap at
+// once and whenever a child exits (SIGCHLD), until ctx ends.
+func adoptOrphans(ctx context.Context, reap func()) error {
+	if err := proc.Subreaper(); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGCHLD)
+	defer signal.Stop(sig)
+	for {
+		reap()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sig:
+		}
+	}
 }

@@ -3,24 +3,14 @@ package runs
 import "context"
 
 // On Windows a run's process group is a job object (internal/proc) that
-// holds every descendant: a process in it cannot break away, and the
-// job ends with flyd. Nothing needs a mark or a subreaper, and an
-// orphan is not a zombie: Windows frees a process that ended once the
-// last handle to it closes, with no parent to wait for it.
+// holds every descendant: a process in it cannot break away. Nothing
+// needs a mark or a subreaper, and an orphan is not a zombie: Windows
+// frees a process that ended once the last handle to it closes, with no
+// parent to wait for it.
 
 // adoptOrphans has nothing to adopt: the job holds the tree. It returns
-// when ctx ends, as the Linux reaper does.
+// when ctx ends, as the Unix reaper does.
 func adoptOrphans(ctx context.Context, reap func()) error {
 	<-ctx.Done()
 	return nil
 }
-
-// childProcesses: nothing was adopted.
-func childProcesses(zombies bool) []int { return nil }
-
-// reapZombie: there are no zombies to reap.
-func reapZombie(pid int) error { return nil }
-
-// markedProcesses: no process leaves its run's job, so stopping the
-// job reaches every process that carries the run's mark.
-func markedProcesses(id string) ([]int, error) { return nil, nil }

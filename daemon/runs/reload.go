@@ -241,6 +241,9 @@ func (r *Run) restartRequest(ctx context.Context, full bool, capture *lineCaptur
 	if r.kind == store.KindApp {
 		return r.restartApp(ctx, full)
 	}
+	if res, ok, err := r.restartHeld(ctx, full); ok {
+		return res, err // its holder cannot take the request: through the VM service
+	}
 	rec := r.record()
 	m, err := r.request(ctx, "app.restart", machineRestartParams{AppID: rec.AppID, FullRestart: full, Reason: "manual"})
 	if err == nil && m.Error == "" && !bytes.Contains(m.Result, []byte(`"code":0`)) {

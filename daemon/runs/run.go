@@ -1,9 +1,11 @@
 package runs
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fly-dev/fly/daemon/apperrors"
 	"github.com/fly-dev/fly/logring"
@@ -45,7 +47,18 @@ type Run struct {
 	journal []Action // what clients did to it, newest last; under mu
 	actSeq  uint64
 	claim   *Claim
-	spent   *spentClaim // the last claim that ran out at the end of its life
+	spent   *spentClaim       // the last claim that ran out at the end of its life
+	heard   map[string]uint64 // by session handle, the newest action it was told of (NewsFor)
+
+	// quietBefore: the app's errors from before it (the VM service's
+	// history, taken again by a flyd that took the run back) are in the
+	// log already: they go to the error list only.
+	quietBefore time.Time
+
+	// gmu orders the run's entries into the store (see appendAt); group
+	// is the open group of its holder's reader, nil when none is open.
+	gmu   sync.Mutex
+	group []store.Entry
 
 	reloads       reloads
 	frames        frameSignal
@@ -55,13 +68,17 @@ type Run struct {
 // persist queues the record for the store's writer (never a disk write
 // on the goroutine that reads the child's output) and tells the server.
 func (r *Run) persist() {
-	rec := r.record()
+	r.save()
+	r.announce()
+}
+
+// save queues the record for the store's writer.
+func (r *Run) save() {
 	if r.eng.db != nil {
-		if err := r.eng.db.QueueRun(rec); err != nil {
+		if err := r.eng.db.QueueRun(r.record()); err != nil {
 			r.eng.log.Warn("save run record", logRun, r.id, logErr, err)
 		}
 	}
-	r.announce()
 }
 
 // announce tells the engine's owner that the run changed.
@@ -71,12 +88,22 @@ func (r *Run) announce() {
 	}
 }
 
-// record returns a copy of the run's record.
+// record returns a copy of the run's record, with its journal, claim and
+// news cursors.
 func (r *Run) record() store.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.rec
 	rec.Argv = slices.Clone(rec.Argv)
+	rec.Journal = nil
+	for _, a := range r.journal {
+		rec.Journal = append(rec.Journal, store.JournalEntry{Seq: a.Seq, Action: a.Action})
+	}
+	rec.Claim = nil
+	if c := r.claim; c != nil {
+		rec.Claim = &store.ClaimRecord{By: c.By, Note: c.Note, Since: c.Since, Until: c.Until}
+	}
+	rec.Heard = maps.Clone(r.heard)
 	return rec
 }
 

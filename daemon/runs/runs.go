@@ -83,4 +83,18 @@ type Config struct {
 	// the environment it passed: Start asks it for each run, so it must be
 	// cheap after its first call. nil: nothing is filled.
 	LoginEnv func() (vars map[string]string, source string)
+	// Holders keeps each flutter run in a holder process of flyd's own
+	// binary (internal/holder) that outlives flyd: a restart of flyd,
+	// planned or not, keeps the run, and the next flyd takes it back
+	// (Open, Resume). nil: every run ends with flyd.
+	Holders *Holders
+}
+
+// Holders is where and how runs get their holders.
+type Holders struct {
+	Exe string // flyd's binary, which `Exe hold` makes a holder
+	Dir string // the runs' directories go here, one each
+	// Control names the control endpoint of run id, whose directory is
+	// dir (paths.Paths.RunControl).
+	Control func(id, dir string) string
 }

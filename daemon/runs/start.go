@@ -14,7 +14,6 @@ import (
 	"github.com/fly-dev/fly/daemon/apperrors"
 	"github.com/fly-dev/fly/daemon/loginenv"
 	flypaths "github.com/fly-dev/fly/internal/paths"
-	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/logring"
 	"github.com/fly-dev/fly/store"
@@ -58,24 +57,54 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Run, error) {
 	}
 	defer e.release(place)
 	r := e.newRun(spec, name)
-	if r.proc, err = newProcess(ctx, exe, spec, r.id, r.opts, r.cancel); err != nil {
-		return nil, err
+	if r.opts.held && e.cfg.Holders != nil {
+		if err := e.launchHeld(r, exe, spec, place); err != nil {
+			return nil, fmt.Errorf("start %s under a holder: %w", exe, err)
+		}
+	} else {
+		if r.proc, err = newProcess(ctx, exe, spec, r.id, r.opts, r.cancel); err != nil {
+			return nil, err
+		}
+		if err := e.launch(r, place); err != nil {
+			return nil, fmt.Errorf("start %s: %w", exe, err)
+		}
 	}
-	if err := e.launch(r, place); err != nil {
-		return nil, fmt.Errorf("start %s: %w", exe, err)
+	note := fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), r.proc.pid, spec.Root)
+	if h := r.proc.held; h != nil {
+		note += fmt.Sprintf(", held by its holder (pid %d): it outlives flyd", h.holder.PID)
+		if h.why != "" {
+			note += " (" + h.why + ")"
+		}
 	}
-	r.begin(fmt.Sprintf("started: %s (pid %d) in %s", strings.Join(r.rec.Argv, " "), r.proc.pid, spec.Root),
-		spec.By, store.Action{What: "start", Outcome: "pid " + strconv.Itoa(r.proc.pid)})
+	r.begin(note, spec.By, store.Action{What: "start", Outcome: "pid " + strconv.Itoa(r.proc.pid)})
 	if envNote != "" {
 		r.note(envNote)
 	}
-	e.log.Info("run started", logRun, r.id, logKind, spec.Kind, logPID, r.proc.pid, "root", spec.Root)
+	e.log.Info("run started", logRun, r.id, logKind, spec.Kind, logPID, r.proc.pid, "root", spec.Root, "held", r.proc.held != nil)
 	e.wg.Add(1)
-	go func() { // owned by the engine: ends when the process has exited
+	go func() { // owned by the engine: ends when the process has exited, or flyd lets go of it
 		defer e.wg.Done()
-		r.supervise()
+		if r.proc.held != nil {
+			r.superviseHeld()
+		} else {
+			r.supervise()
+		}
 	}()
 	return r, nil
+}
+
+// launchHeld starts r's process under a holder and registers r in the
+// place it holds.
+func (e *Engine) launchHeld(r *Run, exe string, spec Spec, place *reservation) error {
+	p, err := startHeld(e.cfg.Holders, exe, spec, r.id)
+	if err != nil {
+		return err
+	}
+	r.proc = p
+	r.rec.PID, r.rec.PIDStart, r.rec.Holder = p.pid, p.started, p.held.dir
+	r.markSlot = e.marks.track(r.id)
+	e.register(r, place)
+	return nil
 }
 
 // maxArgvBytes bounds a run's arguments: they are a client's to choose,
@@ -250,8 +279,7 @@ func (e *Engine) launch(r *Run, place *reservation) error {
 	if err := r.proc.start(); err != nil {
 		return err
 	}
-	start, _ := proc.StartTime(r.proc.pid) // 0 when unknown: see orphanedGroup
-	r.rec.PID, r.rec.PIDStart = r.proc.pid, start
+	r.rec.PID, r.rec.PIDStart = r.proc.pid, r.proc.started
 	r.markSlot = e.marks.track(r.id)
 	e.register(r, place)
 	return nil

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -59,15 +60,19 @@ func (r *Run) supervise() {
 	}
 	readers.Go(func() { r.read(r.proc.stderr, logring.Stderr) })
 	err := r.proc.wait(readers.Wait)
-	r.vm.stop() // nothing writes to the log after the process
-	r.end(err)
+	r.finish(err, "")
 }
 
-// end makes the record of a run whose process has exited final: how it
-// ended, its errors, the outcome of a stop that was asked for; then
+// finish makes the record of a run whose process has exited final: how
+// it ended, its errors, the outcome of a stop that was asked for; then
 // every waiter is let go, and once its log is on disk the run leaves
-// memory.
-func (r *Run) end(waitErr error) {
+// memory. interrupted, when not "", is why it ended interrupted (its
+// holder was gone when flyd started) whatever its exit.
+func (r *Run) finish(waitErr error, interrupted string) {
+	r.vm.stop() // nothing writes to the log after the process
+	if r.proc.held != nil {
+		r.proc.waitedFor() // its group is its holder's to end: flyd's copy goes (Windows)
+	}
 	code, how := r.proc.exitCode(), r.proc.exitDescription(waitErr)
 	var counts *store.ErrorCounts
 	if r.errors != nil {
@@ -80,6 +85,9 @@ func (r *Run) end(waitErr error) {
 	r.rec.ExitCode = &code
 	r.rec.EndedAt = time.Now()
 	r.endStateLocked(code, how)
+	if interrupted != "" {
+		r.rec.State, r.rec.Error = stateInterrupted, interrupted
+	}
 	outcome := string(r.rec.State)
 	if code >= 0 {
 		outcome += fmt.Sprintf(" (exit code %d)", code)
@@ -184,8 +192,11 @@ func (r *Run) askToStop(ctx context.Context, appID string) bool {
 	}
 	grace := r.eng.cfg.StopGrace
 	rctx, cancel := context.WithTimeout(ctx, grace)
-	_, _ = r.request(rctx, r.opts.stopRequest, machineAppIDParams{AppID: appID})
+	_, err := r.request(rctx, r.opts.stopRequest, machineAppIDParams{AppID: appID})
 	cancel()
+	if errors.Is(err, errNoHolder) {
+		return false // nobody can ask it: signals only
+	}
 	return r.wait(ctx, grace)
 }
 

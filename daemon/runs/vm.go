@@ -530,7 +530,7 @@ func (r *Run) vmEvent(e vmservice.Event, project apperrors.Project, seen *seenSe
 	if e.Timestamp <= 0 {
 		at = time.Now()
 	}
-	r.addError(fe, at, true)
+	r.addError(fe, at, live || at.After(r.quietBefore))
 }
 
 // appLinesPerSecond bounds the lines of an attached app's output kept

@@ -599,6 +599,9 @@ func startEffects(cfg config, stdout, stderr io.Writer) (int, error) {
 	if cfg.ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	// The Dart VM ignores SIGPIPE: a flutter whose stdout's reader is gone
+	// gets write errors, and runs on deaf (see serve).
+	ignoreSIGPIPE()
 	return pid, nil
 }
 

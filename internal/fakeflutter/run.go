@@ -305,9 +305,8 @@ func (r *runner) serve(stdin io.Reader) int {
 			r.out.line("Lost connection to device.")
 			return CrashExitCode
 		case <-emitting:
-			if r.out.failed() {
-				return ExitFailure
-			}
+			// The log ended, or stdout broke: flutter_tools on a broken
+			// stdout runs on deaf (the app too), as on stdin's end.
 			emitting = nil
 		}
 	}

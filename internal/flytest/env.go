@@ -57,6 +57,10 @@ func NewEnv(t testing.TB) *Env {
 			t.Logf("killed a flyd the test left starting (pid %d)", pid)
 			_ = Signal(pid, syscall.SIGKILL)
 		}
+		// A run whose flyd the test killed goes on with its holder: end it.
+		if n := KillHolders(p.Runs()); n > 0 {
+			t.Logf("killed %d runs the test left with their holders", n)
+		}
 		os.RemoveAll(dir)
 	})
 	// DART_DATA_HOME keeps flyd's app discovery (and the fake's DTD

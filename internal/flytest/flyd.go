@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/localclient"
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // Flyd is a running flyd binary, started by StartFlyd.
@@ -26,13 +27,20 @@ type Flyd struct {
 }
 
 // StartFlyd runs "flyd run --log-level debug args..." in e and blocks
-// until it answers GET /v1/status with its own pid. Cleanup stops it with
-// SIGTERM, as a service manager would, unless the test did, and shows
-// its log if the test failed. The Flyd owns
-// the goroutine that waits for the process; Stop and Kill drain it.
+// until it answers GET /v1/status with its own pid. Cleanup stops it
+// with its runs (flyctl daemon stop --runs), unless the test stopped it,
+// and shows its log if the test failed. The Flyd owns the goroutine that
+// waits for the process; Stop and Kill drain it.
 func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 	t.Helper()
 	flyd, _ := Binaries(t)
+	return StartFlydBinary(t, e, flyd, args...)
+}
+
+// StartFlydBinary is StartFlyd for the flyd binary at path (another
+// build: a test of an upgrade).
+func StartFlydBinary(t testing.TB, e *Env, flyd string, args ...string) *Flyd {
+	t.Helper()
 	p := &Flyd{socket: e.Paths.Socket, Stderr: &Buffer{}, done: make(chan error, 1)}
 	// A free loopback port unless the test names one: tests run side by
 	// side, and a developer's own flyd may hold the default.
@@ -52,7 +60,7 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 	}
 	go func() { p.done <- p.Cmd.Wait() }() // owned by p: drained by Stop or Kill
 	t.Cleanup(func() {
-		p.Stop(t)
+		p.StopRuns(t)
 		if t.Failed() { // what flyd did while the test waited
 			t.Logf("flyd's log:\n%s", p.Stderr)
 		}
@@ -94,9 +102,33 @@ func (p *Flyd) ready(lc *localclient.Client) error {
 
 // Stop asks flyd to stop (SIGTERM; on Windows through its pipe) and
 // waits for a clean exit that removed the socket, unless Kill killed it
-// first. It may be called more than once.
+// first. The runs their holders keep go on. It may be called more than
+// once.
 func (p *Flyd) Stop(t testing.TB) {
 	_ = askToStop(p.Cmd, p.socket)
+	p.waitStopped(t)
+}
+
+// StopRuns is Stop with every run: flyctl daemon stop --runs.
+func (p *Flyd) StopRuns(t testing.TB) {
+	select {
+	case err := <-p.done: // gone already
+		p.done <- err
+	default:
+		lc := localclient.New(p.socket)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := lc.StopDaemon(ctx, wire.ShutdownRequest{Runs: true})
+		cancel()
+		lc.CloseIdleConnections()
+		if err != nil {
+			_ = askToStop(p.Cmd, p.socket)
+		}
+	}
+	p.waitStopped(t)
+}
+
+// waitStopped waits for a clean exit that removed the socket, as Stop.
+func (p *Flyd) waitStopped(t testing.TB) {
 	select {
 	case err := <-p.done:
 		p.done <- err
@@ -107,8 +139,7 @@ func (p *Flyd) Stop(t testing.TB) {
 			t.Errorf("flyd left its socket %s behind after SIGTERM", p.socket)
 		}
 	case <-time.After(30 * time.Second):
-		_ = p.Cmd.Process.Kill()
-		t.Errorf("flyd did not stop within 30s of SIGTERM\n%s", p.Stderr)
+		t.Errorf("flyd did not stop within 30s of being asked; what it was doing:\n%s", p.Dump(t))
 	}
 }
 

@@ -99,3 +99,20 @@ func (s *Buffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// BuildFlyd builds another flyd, with the link-time values ldflags sets
+// (a newer release, a newer holder protocol), race-checked when the test
+// binary is, into a directory of the test's, and returns its path.
+func BuildFlyd(t testing.TB, ldflags string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-o", filepath.Join(dir, "flyd"+exeSuffix), "-ldflags", ldflags}
+	if Race {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, "github.com/fly-dev/fly/cmd/flyd")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build flyd with %s: %v\n%s", ldflags, err, out)
+	}
+	return filepath.Join(dir, "flyd"+exeSuffix)
+}

@@ -274,13 +274,23 @@ func (c *Client) RestartUpstream(ctx context.Context, name string) (int, error) 
 	return res.Restarted, nil
 }
 
-// Shutdown asks flyd to stop (its runs stop with it) and returns its pid
-// once flyd has accepted; flyd is then stopping, not yet gone.
+// Shutdown asks flyd to stop (the runs their holders keep go on, for the
+// next flyd; the others stop with it) and returns its pid once flyd has
+// accepted; flyd is then stopping, not yet gone.
 func (c *Client) Shutdown(ctx context.Context) (int, error) {
+	return c.StopDaemon(ctx, wire.ShutdownRequest{})
+}
+
+// StopDaemon is Shutdown as req asks: with req.Runs, every run stops too.
+func (c *Client) StopDaemon(ctx context.Context, req wire.ShutdownRequest) (int, error) {
+	var q url.Values
+	if req.Runs {
+		q = url.Values{wire.QueryShutdownRuns: {"1"}}
+	}
 	var res struct {
 		PID int `json:"pid"`
 	}
-	if err := c.call(ctx, http.MethodPost, wire.RouteShutdown, nil, &res); err != nil {
+	if err := c.call(ctx, http.MethodPost, wire.RouteShutdown, q, &res); err != nil {
 		return 0, err
 	}
 	return res.PID, nil

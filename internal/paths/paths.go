@@ -70,6 +70,16 @@ func (p Paths) Token() string { return filepath.Join(p.StateDir, "token") }
 // TCP listener (absent when it has none).
 func (p Paths) HTTPAddr() string { return filepath.Join(p.StateDir, "http.addr") }
 
+// Runs is the directory of the runs' holders, a directory each (see
+// internal/holder): beside the socket, in the runtime directory, on Unix;
+// in the state directory on Windows, whose endpoint is a pipe.
+func (p Paths) Runs() string { return runsDir(p) }
+
+// RunControl is the control endpoint of the holder of run id, whose
+// directory is dir: a socket in it on Unix, a pipe named after flyd's on
+// Windows.
+func (p Paths) RunControl(id, dir string) string { return runControl(p, id, dir) }
+
 // Resolve computes the paths for the current user from the environment
 // given by getenv (os.Getenv in production). FLY_SOCKET and FLY_STATE_DIR
 // win over the platform defaults. Relative overrides are made absolute.

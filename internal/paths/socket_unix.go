@@ -26,3 +26,7 @@ func checkSocketPath(path string) error {
 	}
 	return nil
 }
+
+func runsDir(p Paths) string { return filepath.Join(filepath.Dir(p.Socket), "runs") }
+
+func runControl(_ Paths, _, dir string) string { return filepath.Join(dir, "control") }

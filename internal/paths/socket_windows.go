@@ -56,3 +56,7 @@ func checkSocketPath(path string) error {
 // before anything is sent: a pipe served by another user is refused with
 // ErrUntrusted there.
 func checkSocketTrust(string) error { return nil }
+
+func runsDir(p Paths) string { return filepath.Join(p.StateDir, "runs") }
+
+func runControl(p Paths, id, _ string) string { return p.Socket + "-run-" + id }

@@ -86,3 +86,17 @@ func Alive(pid int) (bool, error) { return alive(pid) }
 // process only if its start time is the same. 0 means there is no such
 // process, or its start time is unknown.
 func StartTime(pid int) (uint64, error) { return startTime(pid) }
+
+// JobHandle is, on Windows, the handle (in this process) of the job
+// object of the group pgid that StartGroup made here, for another
+// process to duplicate (ShareGroup); 0 on Unix, and for a group this
+// process did not start.
+func JobHandle(pgid int) uintptr { return jobHandle(pgid) }
+
+// ShareGroup makes the group pgid, which process owner started with
+// StartGroup (job is JobHandle's answer there), this process's to
+// signal, to ask about and to release as if it had started it: on
+// Windows it duplicates the job's handle into this process, so that the
+// job also lives while this process holds it. On Unix a process group is
+// named by its id, and there is nothing to do.
+func ShareGroup(pgid, owner int, job uintptr) error { return shareGroup(pgid, owner, job) }

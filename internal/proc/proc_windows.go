@@ -306,7 +306,9 @@ func release(pgid int) {
 	groups.mu.Unlock()
 	if ok {
 		windows.CloseHandle(g.job)
-		windows.CloseHandle(g.leader)
+		if g.leader != 0 {
+			windows.CloseHandle(g.leader)
+		}
 	}
 }
 
@@ -349,4 +351,44 @@ func startTime(pid int) (uint64, error) {
 		return 0, fmt.Errorf("process %d: read its start time: %w", pid, err)
 	}
 	return uint64(created.HighDateTime)<<32 | uint64(created.LowDateTime), nil
+}
+
+func jobHandle(pgid int) uintptr {
+	groups.mu.Lock()
+	defer groups.mu.Unlock()
+	return uintptr(groups.m[pgid].job)
+}
+
+// shareGroup duplicates owner's handle job into this process and keeps
+// it, with a handle to the leader, as the group pgid.
+func shareGroup(pgid, owner int, job uintptr) error {
+	if pgid <= 0 || owner <= 0 || job == 0 {
+		return fmt.Errorf("share process group %d: no job to share", pgid)
+	}
+	op, err := windows.OpenProcess(windows.PROCESS_DUP_HANDLE, false, uint32(owner))
+	if err != nil {
+		return fmt.Errorf("share process group %d: open its owner %d: %w", pgid, owner, err)
+	}
+	defer windows.CloseHandle(op)
+	var dup windows.Handle
+	if err := windows.DuplicateHandle(op, windows.Handle(job), windows.CurrentProcess(), &dup, 0, false, windows.DUPLICATE_SAME_ACCESS); err != nil {
+		return fmt.Errorf("share process group %d: duplicate its job object: %w", pgid, err)
+	}
+	leader, err := windows.OpenProcess(windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION|windows.PROCESS_TERMINATE, false, uint32(pgid))
+	if err != nil {
+		leader = 0 // it has ended: the job still holds what it left
+	}
+	groups.mu.Lock()
+	defer groups.mu.Unlock()
+	if groups.m == nil {
+		groups.m = make(map[int]group)
+	}
+	if old, ok := groups.m[pgid]; ok {
+		windows.CloseHandle(old.job)
+		if old.leader != 0 {
+			windows.CloseHandle(old.leader)
+		}
+	}
+	groups.m[pgid] = group{job: dup, leader: leader}
+	return nil
 }

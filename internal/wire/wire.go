@@ -62,9 +62,12 @@ const (
 	// token and returns {"token": ...}.
 	RouteTokenRotate = "/v1/token/rotate"
 	// RouteShutdown (POST, socket only) asks flyd to stop as SIGTERM
-	// does: its runs are stopped and it exits. It answers 202 with
+	// does: the runs their holders keep go on, for the next flyd; the
+	// others (builds, commands, upstreams) stop. With ?runs=1
+	// (QueryShutdownRuns) every run is stopped too. It answers 202 with
 	// {"pid": N} before it stops.
-	RouteShutdown = "/v1/shutdown"
+	RouteShutdown     = "/v1/shutdown"
+	QueryShutdownRuns = "runs"
 	// RouteStreamable is MCP Streamable HTTP (?workspace=/abs/path).
 	RouteStreamable = "/mcp"
 	ContentNDJSON   = "application/x-ndjson"
@@ -78,6 +81,13 @@ const (
 	LogLineEnd       = "end"       // the last line without follow: state, exit_code, last_seq
 	LogLineExit      = "exit"      // the last line of a follow: the run ended; state, exit_code, error, last_seq
 )
+
+// ShutdownRequest is what POST RouteShutdown asks for.
+type ShutdownRequest struct {
+	// Runs stops every run too, those that would outlive flyd's restart
+	// (?runs=1; flyctl daemon stop --runs).
+	Runs bool
+}
 
 // Subprotocol is the WebSocket subprotocol of RouteMCP: one JSON-RPC
 // message per text frame.
@@ -207,6 +217,14 @@ type Run struct {
 	LastAction   *Action   `json:"last_action,omitempty"` // the newest thing a client did to it
 	Claim        *Claim    `json:"claim,omitempty"`       // a session's hold on it, while it lasts
 	Errors       *Errors   `json:"errors,omitempty"`      // the app's framework errors (a flutter run's)
+	// Holder says how flyd has a live run's process: "holder" (its holder
+	// keeps it, and it outlives flyd), "reconnecting" (to its holder),
+	// "degraded" (its holder is gone: the app runs on, reachable through
+	// its VM service, and can be stopped) or "logs only" (its holder
+	// speaks no version this flyd does); absent for a run that ends with
+	// flyd. Degraded says why, for the last two.
+	Holder   string `json:"holder,omitempty"`
+	Degraded string `json:"degraded,omitempty"`
 }
 
 // AppError is one distinct framework error of a run, seen Count times.

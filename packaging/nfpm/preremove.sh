@@ -5,8 +5,10 @@
 # running user manager whose flyd.service is this package's unit, stop and
 # disable it, as systemd's own packaging does for user units
 # (systemd-update-helper remove-user-units; Debian's deb-systemd-invoke
-# --user talks to user managers the same way). flyd stops its flutter runs
-# on the way out. "flyctl setup" and "flyctl service install" enable this
+# --user talks to user managers the same way). The unit stops flyd alone
+# (KillMode=process: runs outlive a restart of flyd), so the package's
+# removal first sends SIGTERM to every process of the unit, the runs'
+# holders among them, which stop their runs. "flyctl setup" and "flyctl service install" enable this
 # unit for a user when flyd is this package's, so this stops the
 # package's flyd of every user logged in or lingering, and leaves them no
 # unit. A user's own unit (which flyctl
@@ -35,6 +37,7 @@ for uid in $users; do
 	(
 		frag=$(systemctl --user -M "$uid@" show --property=FragmentPath --value flyd.service 2>/dev/null || :)
 		if [ "$frag" = "$unit" ]; then
+			systemctl --user -M "$uid@" kill --kill-whom=all flyd.service >/dev/null 2>&1 || :
 			systemctl --user -M "$uid@" disable --now flyd.service >/dev/null 2>&1 || :
 		fi
 	) &
