@@ -148,8 +148,7 @@ func (e *Engine) interrupted(r store.Record, published map[string]uint64) {
 
 // orphanedGroup reports whether the process group of a run that was live
 // when flyd died still has members of that run: its leader is the same
-// process (pid and start time match), or its leader is gone but the group
-// is not. The kernel never hands out a pid that is still a process
+// process (pid and start time match) or gone, and the group is not. The kernel never hands out a pid that is still a process
 // group's id, so a group whose leader died is still the run's; a leader
 // pid now held by another process means the run's group is gone.
 func orphanedGroup(r store.Record) (bool, error) {
@@ -160,9 +159,12 @@ func orphanedGroup(r store.Record) (bool, error) {
 	switch {
 	case err != nil:
 		return false, err
-	case start != 0:
-		return r.PIDStart != 0 && start == r.PIDStart, nil
+	case start != 0 && (r.PIDStart == 0 || start != r.PIDStart):
+		return false, nil // the pid is another process's now
 	}
+	// The same leader, or none: whether anything of its group is left.
+	// (On Windows a leader that has exited still has its start time while
+	// a handle to it is open: its job says whether anything runs.)
 	return proc.GroupAlive(r.PID)
 }
 

@@ -36,8 +36,11 @@ func newFakeVM(t *testing.T, answer func(string, json.RawMessage) (any, *Error))
 		}
 		defer c.CloseNow()
 		c.SetReadLimit(-1)
-		ctx := r.Context()
-		go func() { // owned by the handler: ends when the connection does
+		ctx, cancel := context.WithCancel(r.Context())
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }() // the writer goes with the handler
+		go func() {                         // owned by the handler: it cancels it and waits
+			defer close(done)
 			for {
 				select {
 				case b := <-f.frames:

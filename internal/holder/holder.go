@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -156,6 +157,7 @@ type holder struct {
 	acked   chan struct{} // closed once flyd acknowledged the exit record
 	ackOnce sync.Once
 	ended   bool // the group is released: it is never signalled again
+	killed  bool // flyd asked for a kill: on Windows the exit has no signal to say so
 	blocked int  // readers waiting for room in the spool
 	full    bool // the spool is full: blocked > 0
 
@@ -307,6 +309,11 @@ func (h *holder) run() int {
 	if ps := h.cmd.ProcessState; ps != nil {
 		exit.Code = ps.ExitCode()
 	}
+	h.mu.Lock()
+	if h.killed && !strings.HasPrefix(exit.Desc, "killed") {
+		exit.Desc = "killed at flyd's request (" + exit.Desc + ")" // a terminated job object: only an exit code
+	}
+	h.mu.Unlock()
 	h.saveState(func(s *State) { s.Exit = &exit })
 	data, _ := json.Marshal(exit)
 	seq := h.spoolWait([]Record{{Type: TypeExit, Time: time.Now(), Data: data}})
@@ -346,8 +353,18 @@ func (h *holder) run() int {
 	h.wg.Wait()
 	h.spool.close()
 	if acked {
-		// flyd has all of it: nothing of the run is left.
+		// flyd has all of it: nothing of the run is left, this log (the
+		// holder's stderr, a file in the directory) neither. It is closed
+		// first, and the holder leaves the directory: Windows removes no
+		// file a process holds open.
+		out := h.log.Writer()
+		if c, ok := out.(io.Closer); ok {
+			h.log.SetOutput(io.Discard)
+			c.Close()
+		}
+		_ = os.Chdir(filepath.Dir(h.spec.Dir)) // nor the working directory of a process
 		if err := os.RemoveAll(h.spec.Dir); err != nil {
+			h.log.SetOutput(out) // still open when it was no file
 			h.log.Print(err)
 		}
 	} else {
@@ -690,6 +707,9 @@ func (h *holder) control(p *peer, m message) {
 		sig := proc.Terminate
 		if m.Sig == sigKill {
 			sig = proc.Kill
+			h.mu.Lock()
+			h.killed = !h.ended
+			h.mu.Unlock()
 		}
 		reply := message{T: msgReply, ID: m.ID}
 		if err := h.signalTree(sig); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fly-dev/fly/internal/proc"
@@ -107,9 +108,24 @@ func writeState(dir string, st State) error {
 		os.Remove(tmp)
 		return fmt.Errorf("write holder state: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+	// Windows refuses to replace a file while a reader has it open (flyd
+	// reading it, a moment): try again a little later.
+
+	for try := 0; ; try++ {
+		if err = os.Rename(tmp, filepath.Join(dir, stateFile)); err == nil || try == renameTries {
+			break
+		}
+		time.Sleep(renameWait)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write holder state: %w", err)
 	}
 	return nil
 }
+
+// How writeState retries a refused rename: about a second in all.
+const (
+	renameTries = 50
+	renameWait  = 20 * time.Millisecond
+)
