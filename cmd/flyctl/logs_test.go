@@ -218,10 +218,15 @@ func TestFollowSurvivesDroppedConnections(t *testing.T) {
 	proxy := newEndpointProxy(t, viaProxy.Paths.Socket, e.Paths.Socket)
 	f := startFollow(t, viaProxy.Getenv, id, "-f", "-o", "json", "-n", "3")
 	f.waitLines(t, "tick", 5)
-	proxy.drop()
-	f.waitLines(t, "tick", 15)
-	proxy.drop()
-	f.waitLines(t, "tick", 25)
+	for drop := 1; drop <= 2; drop++ {
+		proxy.drop()
+		// The follow noticed (its note), then has lines from its new
+		// connection: only then is the next drop a drop of its own.
+		flytest.Eventually(t, fmt.Sprintf("reconnect note %d", drop), func() bool {
+			return strings.Count(f.stderr.String(), "reconnecting") >= drop
+		})
+		f.waitLines(t, "tick", strings.Count(f.stdout.String(), "tick")+5)
+	}
 	mustFlyctl(t, e.Getenv, "stop", id)
 	if err := f.wait(t); err != nil {
 		t.Fatalf("the follow = %v, want nil\nstderr:\n%s", err, f.stderr.String())

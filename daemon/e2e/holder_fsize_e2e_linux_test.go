@@ -21,6 +21,8 @@ import (
 // give the room back, and it has every line once.
 func TestFullSpoolHoldsBack(t *testing.T) {
 	t.Parallel()
+	// Enough lines to fill a 1 MiB spool file several times over.
+	const floodLines = 60_000
 	e := flytest.NewEnv(t)
 	e.WithFakeFlutter(t, fakeflutter.EnvLines+"="+strconv.Itoa(floodLines), fakeflutter.EnvLinesPerSec+"=40000",
 		fakeflutter.EnvStartupMS+"=1000")
