@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,24 +76,7 @@ func heldIngestOnce(b *testing.B, flyd string, held bool, lines, perSec int) (fl
 		p := paths.Paths{Socket: filepath.Join(dir, "flyd.sock"), StateDir: dir}
 		cfg.Holders = &runs.Holders{Exe: flyd, Dir: p.Runs(), Control: p.RunControl}
 	}
-	eng := runs.New(cfg, slog.New(slog.DiscardHandler), nil)
-	db, err := store.Open(filepath.Join(dir, "fly.db"), store.Options{MaxLogEntries: 1 << 40, MaxLogBytes: 1 << 40})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := eng.Open(db, ""); err != nil {
-		db.Close()
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	written := make(chan error, 1)
-	go func() { written <- db.Run(ctx) }() // owned by this call: stopped and waited for below
-	defer func() {
-		cancel()
-		<-written
-		db.Close()
-	}()
-	defer eng.CloseAll()
+	eng, db := benchEngine(b, dir, cfg)
 
 	r, err := eng.Start(context.Background(), runs.Spec{Kind: store.KindRun, Root: b.TempDir(), Args: []string{"run", "--machine"},
 		Env: map[string]string{"FLY_TEST_HELPER": "flutter", fakeflutter.EnvLinesPerSec: strconv.Itoa(perSec), fakeflutter.EnvStamp: "1",

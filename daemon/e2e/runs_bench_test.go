@@ -36,28 +36,7 @@ func BenchmarkIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// flyd's runs engine as the daemon configures it, over a store of its
-	// own with the store's writer running, as Server.Run runs them.
-	eng := runs.New(runs.Config{Flutter: flutter, RingEntries: 1000, StopGrace: daemon.DefaultConfig().StopGrace}, slog.New(slog.DiscardHandler), nil)
-	// No log cap, as in store's BenchmarkGroupCommit: the bare loop does
-	// not trim either, and the first line must stay to be timed.
-	db, err := store.Open(filepath.Join(dir, "fly.db"), store.Options{MaxLogEntries: 1 << 40, MaxLogBytes: 1 << 40})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := eng.Open(db, ""); err != nil {
-		db.Close()
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	written := make(chan error, 1)
-	go func() { written <- db.Run(ctx) }() // owned by the benchmark: stopped and waited for below
-	defer func() {
-		cancel()
-		<-written
-		db.Close()
-	}()
-	defer eng.Close()
+	eng, db := benchEngine(b, dir, runs.Config{Flutter: flutter, RingEntries: 1000, StopGrace: daemon.DefaultConfig().StopGrace})
 	root := b.TempDir()
 
 	var flyd, bare time.Duration
@@ -152,4 +131,31 @@ func bareIngest(b *testing.B, path string, n int) time.Duration {
 		}
 	}
 	return time.Since(start)
+}
+
+// benchEngine is flyd's runs engine as the daemon configures it with cfg,
+// over a store of its own in dir with the store's writer running, as
+// Server.Run runs them; b's cleanup stops every run and the store. No
+// log cap, as in store's BenchmarkGroupCommit: the bare loop does not
+// trim either, and the first line must stay to be timed.
+func benchEngine(b *testing.B, dir string, cfg runs.Config) (*runs.Engine, *store.DB) {
+	eng := runs.New(cfg, slog.New(slog.DiscardHandler), nil)
+	db, err := store.Open(filepath.Join(dir, "fly.db"), store.Options{MaxLogEntries: 1 << 40, MaxLogBytes: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.Open(db, ""); err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	written := make(chan error, 1)
+	go func() { written <- db.Run(ctx) }() // owned by the cleanup below: stopped and waited for
+	b.Cleanup(func() {
+		eng.CloseAll()
+		cancel()
+		<-written
+		db.Close()
+	})
+	return eng, db
 }
