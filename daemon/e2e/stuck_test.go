@@ -84,7 +84,9 @@ func rawClient(t *testing.T, sock, workspace string) *websocket.Conn {
 // rawClientInit is rawClient with the given initialize request.
 func rawClientInit(t *testing.T, sock, workspace, initialize string) *websocket.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A hang detector, not a speed check: a loaded machine under -race
+	// takes seconds over a multi-megabyte initialize.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
