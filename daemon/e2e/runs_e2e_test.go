@@ -601,7 +601,9 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 	slices.Sort(gaps)
 	worst := gaps[len(gaps)-1]
 	t.Logf("B: %d updates in 3 s while A was stuck; median gap %v, worst %v", len(gaps), gaps[len(gaps)/2], worst)
-	if len(gaps) < 5 || worst > 2*time.Second {
+	// Held up by A would be a gap of A's write timeout (5 s); a loaded
+	// machine makes gaps of a second or two without any holding up.
+	if len(gaps) < 5 || worst > 4*time.Second {
 		t.Errorf("B was held up: %d updates, worst gap %v", len(gaps), worst)
 	}
 }

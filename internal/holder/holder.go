@@ -158,6 +158,7 @@ type holder struct {
 	ackOnce sync.Once
 	ended   bool // the group is released: it is never signalled again
 	killed  bool // flyd asked for a kill: on Windows the exit has no signal to say so
+	conns   int  // how many flyds have connected
 	blocked int  // readers waiting for room in the spool
 	full    bool // the spool is full: blocked > 0
 
@@ -316,26 +317,52 @@ func (h *holder) run() int {
 	h.mu.Unlock()
 	h.saveState(func(s *State) { s.Exit = &exit })
 	data, _ := json.Marshal(exit)
+	h.mu.Lock()
+	c0, n0 := h.conn, h.conns // who may take the exit record as it is spooled
+	h.mu.Unlock()
 	seq := h.spoolWait([]Record{{Type: TypeExit, Time: time.Now(), Data: data}})
 	exit.Seq = seq
 	h.saveState(func(s *State) { s.Exit = &exit })
 	h.mu.Lock()
 	h.exitSeq = seq
-	c := h.conn
 	h.mu.Unlock()
 	if h.spool.ackedUpTo() >= seq { // flyd was quicker than this
 		h.ackOnce.Do(func() { close(h.acked) })
 	}
 
+	// Wait for flyd to take the exit: the one connected, or one that is
+	// still to come (a run that ended at once may end before the flyd
+	// that started it has dialled); a connection that ends first, or
+	// none within lingerForAck, leaves the files for the next flyd.
 	acked := false
-	if c != nil {
+	linger := time.NewTimer(lingerForAck)
+	defer linger.Stop()
+	look := time.NewTicker(50 * time.Millisecond)
+	defer look.Stop()
+waiting:
+	for {
+		h.mu.Lock()
+		c, n := h.conn, h.conns
+		h.mu.Unlock()
+		if c == nil && (c0 != nil || n > n0) {
+			h.log.Print("flyd went before it acknowledged the run's exit: leaving the spool for the next flyd")
+			break
+		}
+		var gone <-chan struct{} // nil, never ready, while no flyd is connected
+		if c != nil {
+			gone = c.closed
+		}
 		select {
 		case <-h.acked:
 			acked = true
-		case <-c.closed:
+			break waiting
+		case <-gone:
 			h.log.Print("flyd went before it acknowledged the run's exit: leaving the spool for the next flyd")
-		case <-time.After(lingerForAck):
+			break waiting
+		case <-linger.C:
 			h.log.Print("flyd did not acknowledge the run's exit: leaving the spool for the next flyd")
+			break waiting
+		case <-look.C: // a flyd may have connected
 		}
 	}
 	select {
@@ -650,6 +677,7 @@ func (h *holder) serve(c net.Conn) {
 		old.close() // a newer flyd: the old one is gone, or will be
 	}
 	h.conn = p
+	h.conns++
 	full, why := h.full, h.state.Spool
 	h.mu.Unlock()
 	defer func() {

@@ -233,7 +233,7 @@ func TestHolderSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var col collected
-	col.read(t, c, func(c *collected) bool { return len(c.out) == 10 })
+	col.read(t, c, func(c *collected) bool { return len(c.out) == 10 && len(c.errs) == 1 }) // all it prints before it waits
 	done := make(chan error, 1)
 	go func() { done <- c.Signal(context.Background(), proc.Kill) }() // owned by the test: waited for below
 	col.read(t, c, func(c *collected) bool { return c.exit != "" })
