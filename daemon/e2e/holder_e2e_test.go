@@ -65,29 +65,40 @@ func lastTickSpool(e *flytest.Env, id string) int {
 	return n
 }
 
-// logLines reads the whole log of run id through flyd's local API.
+// logLines reads the log of run id (its last tail lines) through flyd's
+// local API. flyd cuts a reader too slow for its write timeout (a loaded
+// machine, 200k lines): it reads on after the last line it has, as
+// flyctl logs does.
 func logLines(t testing.TB, e *flytest.Env, id string, tail int) []wire.LogLine {
 	t.Helper()
 	lc := localclient.New(e.Paths.Socket)
 	defer lc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := lc.Logs(ctx, id, localclient.LogsOptions{Tail: tail})
-	if err != nil {
-		t.Fatalf("logs of run %s: %v", id, err)
-	}
-	defer s.Close()
 	var out []wire.LogLine
-	for {
-		l, err := s.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
+	opts := localclient.LogsOptions{Tail: tail}
+	for cuts := 0; ; cuts++ {
+		s, err := lc.Logs(ctx, id, opts)
 		if err != nil {
 			t.Fatalf("logs of run %s: %v", id, err)
 		}
-		if l.Type == wire.LogLineEntry || l.Type == wire.LogLineGap {
-			out = append(out, l)
+		for {
+			l, err := s.Next()
+			if errors.Is(err, io.EOF) {
+				s.Close()
+				return out
+			}
+			if err != nil {
+				s.Close()
+				if cuts == 10 || ctx.Err() != nil {
+					t.Fatalf("logs of run %s: %v (cut %d times)", id, err, cuts+1)
+				}
+				break
+			}
+			if l.Type == wire.LogLineEntry || l.Type == wire.LogLineGap {
+				out = append(out, l)
+				opts = localclient.LogsOptions{After: l.Seq, Tail: localclient.AllLines}
+			}
 		}
 	}
 }
