@@ -194,7 +194,10 @@ func TestHTTPRunsGap(t *testing.T) {
 // cursor with nothing duplicated or skipped unreported.
 func TestHTTPRunsStalledFollower(t *testing.T) {
 	const lines = 50000
-	a := newAPIServer(t, serverConfig{WriteTimeout: time.Second}, store.Options{}, true)
+	// The write deadline cuts the stalled follower; it must not cut the
+	// reading one on a loaded machine too (one second did, under -race
+	// beside another suite).
+	a := newAPIServer(t, serverConfig{WriteTimeout: 5 * time.Second}, store.Options{}, true)
 	r := a.start(t, fakeflutter.EnvStartupMS+"=300", fakeflutter.EnvLinesPerSec+"=0", fakeflutter.EnvLines+"="+strconv.Itoa(lines))
 
 	// The stalled follower sends its request and never reads.
