@@ -122,6 +122,7 @@ func TestFollowSurvivesFlydCrash(t *testing.T) {
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
+	cs.Close() // else its shim starts a flyd of its own as this one goes
 	f := startFollow(t, e.Getenv, id, "-f", "-o", "json", "-n", "all")
 	f.waitLines(t, "tick", 10)
 	flyd.Kill(t)
@@ -167,6 +168,7 @@ func TestFollowSurvivesFlydCrashUnheld(t *testing.T) {
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
+	cs.Close() // else its shim starts a flyd of its own as this one goes
 	f := startFollow(t, e.Getenv, id, "-f", "-o", "json", "-n", "all")
 	f.waitLines(t, "tick", 10)
 	flyd.Kill(t) // lines not yet stored are lost: flyd says how many, and reuses no seq
@@ -265,6 +267,7 @@ func TestFollowAcrossFlydRestart(t *testing.T) {
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
 
+	cs.Close() // else its shim starts a flyd of its own as this one goes
 	f := startFollow(t, e.Getenv, id, "-f", "-o", "json")
 	f.waitLines(t, "tick", 5)
 	flyd.Stop(t)
@@ -283,7 +286,9 @@ func TestFollowAcrossFlydRestart(t *testing.T) {
 // and without; without it the exit is 0.
 func TestExitStatus(t *testing.T) {
 	e := flytest.NewEnv(t)
-	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20", fakeflutter.EnvCrashAfter+"=5")
+	// It crashes after 3 s: well after flutter_run has answered, even on
+	// a loaded machine.
+	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=20", fakeflutter.EnvCrashAfter+"=150")
 	flytest.StartFlyd(t, e)
 	cs, _ := mcpSession(t, e, flutterProject(t))
 	id := startRun(t, cs)
