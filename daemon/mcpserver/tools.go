@@ -204,6 +204,13 @@ func (t tools) flutterRun(ctx context.Context, req *mcp.CallToolRequest, p runPa
 		return textResult(fmt.Sprintf("run %s is running%s: flutter_hot_reload applies your edits; logs_read and flutter_errors read its log (%s) and errors",
 			rec.ID, on, res.LogURI)), res, nil
 	case hasEnded(r):
+		// Its state can be final (flutter's app.stop) before its last
+		// lines are read: the message waits for the run's end, briefly.
+		select {
+		case <-r.Done():
+			rec = r.Record()
+		case <-time.After(2 * time.Second):
+		}
 		when := "before the app started"
 		if ended(rec) == "crashed" {
 			when = "as the app started"
