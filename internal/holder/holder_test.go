@@ -159,17 +159,10 @@ func TestHolderKeepsEveryLineAcrossReconnects(t *testing.T) {
 	c.Close()
 
 	// Meanwhile, the child prints the rest into the spool.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	eventually(t, "the spool holding the last lines", func() bool {
 		texts, _, _ := readAll(t, dir, 0)
-		if slices.Contains(texts, fmt.Sprintf("line %d", n)) && slices.Contains(texts, fmt.Sprintf("err %d", n)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the spool did not get the last lines: it ends %q", texts[max(0, len(texts)-5):])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return slices.Contains(texts, fmt.Sprintf("line %d", n)) && slices.Contains(texts, fmt.Sprintf("err %d", n))
+	})
 	if !st.Holder.Same() || !st.Child.Same() {
 		t.Fatal("the holder or its child died with flyd's connection")
 	}
@@ -201,26 +194,20 @@ func TestHolderKeepsEveryLineAcrossReconnects(t *testing.T) {
 	// The state names the exit's record once it is spooled (it is sent on
 	// as it is spooled, so the state may lag the connection a moment).
 	var s State
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+	eventually(t, "the state naming the exit's record", func() bool {
 		s, err = ReadState(dir)
-		if err == nil && s.Exit != nil && s.Exit.Seq != 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return err == nil && s.Exit != nil && s.Exit.Seq != 0
+	})
 	if err != nil || s.Exit == nil || s.Exit.Code != 3 || s.Exit.Seq != col.last {
 		t.Errorf("state after the exit = %+v, %v", s.Exit, err)
 	}
 	if err := c.Ack(col.last); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(dir); os.IsNotExist(err) && !st.Holder.Same() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("an acknowledged exit left the holder or its directory")
-		}
-	}
+	eventually(t, "the holder and its directory gone after an acknowledged exit", func() bool {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err) && !st.Holder.Same()
+	})
 }
 
 // TestHolderSignal: a kill through the holder ends the run, and the exit
@@ -244,11 +231,7 @@ func TestHolderSignal(t *testing.T) {
 		t.Errorf("exit %s, want killed", col.exit)
 	}
 	c.Close() // gone without an ack
-	for deadline := time.Now().Add(time.Minute); st.Holder.Same(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the holder of an ended run did not go")
-		}
-	}
+	eventually(t, "the holder of an ended run gone", func() bool { return !st.Holder.Same() })
 	s, err := ReadState(dir)
 	if err != nil || s.Exit == nil {
 		t.Fatalf("the state file of an unacknowledged exit = %+v, %v", s, err)
@@ -292,3 +275,16 @@ func TestHolderStartFails(t *testing.T) {
 }
 
 var _ = exec.Command
+
+// eventually waits, for a minute at most, until cond holds. A holder's
+// files and processes send a test no event: looking again every 10 ms is
+// how the condition is waited on (internal/flytest's Eventually, which
+// does the same, imports this package).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+	}
+}
