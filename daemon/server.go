@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 	"github.com/fly-dev/fly/daemon/loopback"
 	"github.com/fly-dev/fly/daemon/mcpconn"
 	"github.com/fly-dev/fly/daemon/mcpserver"
+	"github.com/fly-dev/fly/daemon/peerhandle"
 	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/daemon/upstream"
 
@@ -36,7 +35,6 @@ import (
 	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	flypaths "github.com/fly-dev/fly/internal/paths"
-	"github.com/fly-dev/fly/internal/proc"
 	"github.com/fly-dev/fly/internal/toolfilter"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/fly-dev/fly/store"
@@ -176,7 +174,7 @@ type Server struct {
 	stopRequested chan struct{} // closed (once, by requestStop) when a client asks flyd to stop
 	stopOnce      sync.Once
 	stopRuns      atomic.Bool      // the client asked for every run to stop too
-	handleKey     []byte           // makes a peer's session handle outlive flyd (peerHandle); nil: none does
+	handleKey     peerhandle.Key   // makes a peer's session handle outlive flyd; nil: none does
 	http          httpSessions     // Streamable HTTP sessions
 	httpWG        sync.WaitGroup   // their serveSession goroutines
 	tokens        *loopback.Tokens // the TCP listener's; nil without one
@@ -243,7 +241,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.handleKey, err = loadHandleKey(filepath.Join(p.StateDir, handleKeyFile)); err != nil {
+	if s.handleKey, err = peerhandle.Load(filepath.Join(p.StateDir, peerhandle.File)); err != nil {
 		s.log.Warn("session handles will not outlive this flyd", logErr, err)
 	}
 	stopStore, err := s.startStore(db, filepath.Join(p.StateDir, "seqmarks"))
@@ -540,7 +538,7 @@ func (s *Server) serveSession(ctx context.Context, t mcp.Transport, sess *sessio
 func (s *Server) openSession(sess *session) (end func(err error)) {
 	s.conns.Add(1)
 	sess.since = time.Now()
-	peer := s.peerHandle(sess.peerPID)
+	peer := s.handleKey.Of(sess.peerPID) // "" for none: openSession gives it a handle of its own
 	sess.subs = make(map[string]bool)
 	s.mu.Lock()
 	if sess.handle == "" {
@@ -644,31 +642,6 @@ func newHandle() string {
 	return hex.EncodeToString(b)
 }
 
-// handleKeyFile, in the state directory, keys peerHandle.
-const handleKeyFile = "session.key"
-
-// peerHandle is the handle of a session of peer process pid: the same
-// for every session of that process (told from any other by its start
-// time), across restarts of flyd, so that a client whose shim reconnects
-// to a new flyd keeps its claims and what it was told of its runs (a
-// run that outlives flyd keeps both by handle). It is a keyed hash, not
-// the pid: nothing about the process can be read from it, nor can a
-// handle be made for another. "" when the peer is unknown (HTTP, an
-// in-process client) or flyd has no key; openSession gives such a
-// session, or a second one of the same process, a handle of its own.
-func (s *Server) peerHandle(pid int) string {
-	if s.handleKey == nil || pid <= 0 {
-		return ""
-	}
-	start, err := proc.StartTime(pid)
-	if err != nil || start == 0 {
-		return ""
-	}
-	mac := hmac.New(sha256.New, s.handleKey)
-	fmt.Fprintf(mac, "%d:%d", pid, start)
-	return hex.EncodeToString(mac.Sum(nil)[:8])
-}
-
 // handleInUseLocked reports whether a session has handle h; s.mu is held.
 func (s *Server) handleInUseLocked(h string) bool {
 	for _, o := range s.sessions {
@@ -677,27 +650,6 @@ func (s *Server) handleInUseLocked(h string) bool {
 		}
 	}
 	return false
-}
-
-// loadHandleKey reads the key of peerHandle at path, making one (random,
-// the user's alone) if there is none.
-func loadHandleKey(path string) ([]byte, error) {
-	if b, err := os.ReadFile(path); err == nil && len(b) == 32 {
-		return b, nil
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, key, 0o600); err != nil {
-		return nil, fmt.Errorf("write the session key: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("write the session key: %w", err)
-	}
-	return key, nil
 }
 
 // RunInfo is a run as the status reports it: the wire type.
