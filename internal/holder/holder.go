@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,14 +54,15 @@ const (
 	// child's leader exited, before it closes the pipes that something
 	// that left the run still holds open.
 	drainAfterExit = 3 * time.Second
-	// lingerForAck is how long a holder whose run has ended waits for a
-	// connected flyd to acknowledge the exit, then goes; its files stay
-	// for the next flyd if none did.
-	lingerForAck = 30 * time.Second
 	// retryFull is how often a holder whose spool is full tries again
 	// when no ack frees room.
 	retryFull = 500 * time.Millisecond
 )
+
+// lingerForAck is how long a holder whose run has ended waits for a
+// connected flyd to acknowledge the exit, then goes; its files stay for
+// the next flyd if none did. (A variable for the tests.)
+var lingerForAck = 30 * time.Second
 
 // handshake is the holder's one line on its stdout: its state, or why it
 // could not start the run.
@@ -81,7 +83,7 @@ func Main(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Write
 		answer(stdout, handshake{Error: "flyd hold takes no arguments: flyd starts it, with a spec on its stdin"})
 		return 2
 	}
-	ignoreSignals()
+	signals := takeSignals()
 	spec, err := readSpec(stdin)
 	if err != nil {
 		answer(stdout, handshake{Error: err.Error()})
@@ -96,7 +98,7 @@ func Main(args []string, stdin io.Reader, stdout io.WriteCloser, stderr io.Write
 	st := h.stateNow()
 	answer(stdout, handshake{State: &st})
 	stdout.Close() // flyd has what it needs; a flyd gone meanwhile changes nothing
-	return h.run()
+	return h.run(signals)
 }
 
 func answer(w io.Writer, hs handshake) {
@@ -164,6 +166,8 @@ type holder struct {
 
 	stop chan struct{}  // closed when the holder goes: its goroutines leave
 	wg   sync.WaitGroup // the acceptor, connections, reaper, stdin writer, signal handler
+
+	told atomic.Bool // the holder itself was signalled to end: it waits for no flyd still to come
 }
 
 // start makes the spool, listens, and starts the child.
@@ -268,11 +272,16 @@ func (h *holder) saveState(change func(*State)) {
 
 // run holds the run until it has ended and flyd has its exit, or flyd is
 // not there to take it; it returns the holder's exit code.
-func (h *holder) run() int {
+func (h *holder) run(signals <-chan os.Signal) int {
 	h.wg.Go(h.accept)
 	h.wg.Go(func() { reapOrphans(h.pid, h.stop) })
 	h.wg.Go(h.writeStdin)
-	h.wg.Go(func() { forwardSignals(h.stop, h.signalTree) })
+	h.wg.Go(func() {
+		forwardSignals(signals, h.stop, func(sig proc.Signal) error {
+			h.told.Store(true)
+			return h.signalTree(sig)
+		})
+	})
 
 	var readers sync.WaitGroup
 	readers.Go(func() { h.read(h.outs[0], TypeStdout) })
@@ -346,6 +355,10 @@ waiting:
 		h.mu.Unlock()
 		if c == nil && (c0 != nil || n > n0) {
 			h.log.Print("flyd went before it acknowledged the run's exit: leaving the spool for the next flyd")
+			break
+		}
+		if c == nil && h.told.Load() { // stopped with everything else (a service stop, a package removal): no flyd is coming
+			h.log.Print("told to end with no flyd connected: leaving the spool for the next flyd")
 			break
 		}
 		var gone <-chan struct{} // nil, never ready, while no flyd is connected

@@ -21,10 +21,14 @@ import (
 const (
 	envChild      = "FLY_HOLDER_TEST_CHILD"
 	envChildLines = "FLY_HOLDER_TEST_LINES"
+	envLinger     = "FLY_HOLDER_TEST_LINGER" // the holder's lingerForAck
 )
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "hold" {
+		if d, err := time.ParseDuration(os.Getenv(envLinger)); err == nil {
+			lingerForAck = d
+		}
 		os.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if os.Getenv(envChild) != "" {

@@ -1,16 +1,22 @@
 package holder
 
-import "github.com/fly-dev/fly/internal/proc"
+import (
+	"os"
+
+	"github.com/fly-dev/fly/internal/proc"
+)
 
 // On Windows the run's group is a job object the holder makes (internal/
 // proc): nothing leaves it, nothing is adopted, and no signal reaches a
 // windowless holder.
 
-func ignoreSignals() {}
+func takeSignals() <-chan os.Signal { return nil }
 
 func adopt() error { return nil }
 
-func forwardSignals(stop <-chan struct{}, signalTree func(proc.Signal) error) { <-stop }
+func forwardSignals(ch <-chan os.Signal, stop <-chan struct{}, signalTree func(proc.Signal) error) {
+	<-stop
+}
 
 func reapOrphans(leader int, stop <-chan struct{}) { <-stop }
 

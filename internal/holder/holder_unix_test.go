@@ -1,0 +1,30 @@
+//go:build unix
+
+package holder
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestHolderTerminatedAlone: a holder told to end (a service stop or a
+// package removal signals every process of flyd's) while no flyd is
+// connected ends the run and goes, instead of waiting for a flyd that
+// is not coming; it leaves the run's exit for the next one.
+func TestHolderTerminatedAlone(t *testing.T) {
+	t.Setenv(envLinger, "1h") // far past eventually's minute
+	dir, st := startHolder(t, 10)
+	if err := syscall.Kill(st.Holder.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder told to end gone", func() bool { return !st.Holder.Same() })
+	s, err := ReadState(dir)
+	if err != nil || s.Exit == nil {
+		t.Fatalf("the state file after the holder went = %+v, %v; want the run's exit", s, err)
+	}
+	texts, _, _ := readAll(t, dir, 0)
+	if n := len(texts); n == 0 || !strings.Contains(texts[n-1], "killed by terminated") {
+		t.Errorf("the spool left holds %q, want the run's exit by SIGTERM last", texts)
+	}
+}
