@@ -477,6 +477,7 @@ func parseSystemd(text string) (unitInfo, error) {
 		case "Environment":
 			words, err := systemdWords(value)
 			if err != nil {
+				//lint:ignore ST1005 systemd's directive, as the unit spells it
 				return unitInfo{}, fmt.Errorf("Environment=: %w", err)
 			}
 			for _, w := range words {

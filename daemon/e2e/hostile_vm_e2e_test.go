@@ -436,11 +436,11 @@ func TestHostileVMService(t *testing.T) {
 		if os.Getuid() != 0 {
 			t.Skip("running a process as another user needs root")
 		}
+		squatter := asNobody(t)
 		vm := startHostileVM(t, "127.0.0.1:0", 12)
 		addr := vm.ln.Addr().String()
 		run := attach(vm)
 		vm.close()
-		squatter := asNobody(t)
 		squatter.Env = []string{"FLY_TEST_HELPER=hostile-vm", "FLY_TEST_ADDR=" + addr, "FLY_TEST_START=13"}
 		stdin, _ := squatter.StdinPipe()
 		stdout, _ := squatter.StdoutPipe()

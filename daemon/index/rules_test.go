@@ -98,7 +98,7 @@ func TestRulesServed(t *testing.T) {
 		{"GH/hosts.yml", false},
 		{"Gh/HOSTS.YAML", false},
 		{"android/key.propertıes", false},
-		{".e‌nv", false},
+		{".e\u200cnv", false}, // a zero-width non-joiner
 		{".SSH/config.json", false},
 		{".Docker/config.json", false},
 		{".GITHUB/workflows/ci.yml", false}, // only the exact hidden names are served
@@ -184,10 +184,10 @@ func TestRulesIsSecret(t *testing.T) {
 		{"GH/hosts.yml", true},
 		{".DOCKER/config.json", true},
 		{"certs/CA.PEM", true},
-		{"android/key.propertıes", true},  // ı: Windows's upper case is I
-		{"android/key.propertieſ", true},  // ſ: macOS folds it to s
-		{"android/Key.properties", true},  // the Kelvin sign: macOS folds it to k
-		{"android/key‍.properties", true}, // HFS+ ignores a zero-width joiner
+		{"android/key.propertıes", true},       // ı: Windows's upper case is I
+		{"android/key.propertieſ", true},       // ſ: macOS folds it to s
+		{"android/Key.properties", true},       // the Kelvin sign: macOS folds it to k
+		{"android/key\u200d.properties", true}, // HFS+ ignores a zero-width joiner
 	}
 	for _, tt := range tests {
 		if got := isSecret(tt.rel); got != tt.want {

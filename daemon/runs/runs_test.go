@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,23 +65,6 @@ func startGrandchild(pidFile string) int {
 		return 2
 	}
 	return 0
-}
-
-// readPID waits for a pid file a test's child writes.
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute) // a hang detector
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", path)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the file the child writes
-	}
 }
 
 // newEngine returns an engine with a store and the fake flutter; the

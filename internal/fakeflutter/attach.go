@@ -151,6 +151,7 @@ func attach(cfg config, args []string, stdin io.Reader, stdout, stderr io.Writer
 func attachWS(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || raw == "" {
+		//lint:ignore ST1005 flutter's own text
 		return "", fmt.Errorf("Invalid --debug-uri: %q", raw)
 	}
 	switch u.Scheme {
@@ -158,6 +159,7 @@ func attachWS(raw string) (string, error) {
 		u.Scheme = "ws"
 	case "ws":
 	default:
+		//lint:ignore ST1005 flutter's own text
 		return "", fmt.Errorf("Invalid --debug-uri: %q", raw)
 	}
 	if !strings.HasSuffix(u.Path, "/") {

@@ -639,7 +639,8 @@ func parseFlags(args []string, valued map[string]string) (flags, error) {
 			if canon, ok := valued[name]; ok {
 				if !hasVal {
 					if i+1 >= len(args) {
-						return f, fmt.Errorf("Option %s requires an argument.", name) //nolint:staticcheck // flutter's text
+						//lint:ignore ST1005 flutter's own text
+						return f, fmt.Errorf("Option %s requires an argument.", name)
 					}
 					i++
 					val = args[i]
@@ -658,7 +659,8 @@ func parseFlags(args []string, valued map[string]string) (flags, error) {
 			val := a[2:]
 			if val == "" {
 				if i+1 >= len(args) {
-					return f, fmt.Errorf("Option %s requires an argument.", name) //nolint:staticcheck // flutter's text
+					//lint:ignore ST1005 flutter's own text
+					return f, fmt.Errorf("Option %s requires an argument.", name)
 				}
 				i++
 				val = args[i]

@@ -206,13 +206,6 @@ func (s *spool) signals() (grew, room <-chan struct{}) {
 	return s.grew, s.room
 }
 
-// last is the seq of the newest record.
-func (s *spool) last() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.next - 1
-}
-
 // size is the bytes the spool holds on disk.
 func (s *spool) size() int64 {
 	s.mu.Lock()

@@ -153,6 +153,7 @@ func TestAcceptTemporaryError(t *testing.T) {
 	}
 	_, err = l.Accept()
 	var ne net.Error
+	//lint:ignore SA1019 http.Server retries an Accept error that says it is Temporary
 	if !errors.As(err, &ne) || !ne.Temporary() || !errors.Is(err, windows.ERROR_NO_SYSTEM_RESOURCES) {
 		t.Fatalf("Accept (no spare can be made) = %#v; want a temporary net.Error wrapping the cause", err)
 	}
@@ -296,6 +297,7 @@ func TestNoInstanceJoinsAnotherPipe(t *testing.T) {
 	select {
 	case err := <-done:
 		var ne net.Error
+		//lint:ignore SA1019 http.Server retries an Accept error that says it is Temporary
 		if !errors.Is(err, ErrInUse) || !errors.As(err, &ne) || !ne.Temporary() {
 			t.Errorf("Accept (the name another pipe's) = %v; want a temporary ErrInUse", err)
 		}

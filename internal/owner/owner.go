@@ -53,12 +53,6 @@ func MkdirPrivate(dir string) error {
 // Me names the user this process runs as, for messages.
 func Me() string { return me() }
 
-// User is a user of this machine: a uid on Unix, a SID on Windows.
-type User struct {
-	uid int
-	sid string
-}
-
 // Known reports whether u names a user: false for the zero User, and on
 // Windows for Current when the process's token could not be read.
 func (u User) Known() bool { return u.known() }

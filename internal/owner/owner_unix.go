@@ -25,6 +25,9 @@ func uidOf(path string, fi fs.FileInfo) (int, error) {
 	return int(st.Uid), nil
 }
 
+// User is a user of this machine: a uid here, a SID on Windows.
+type User struct{ uid int }
+
 func current() User { return User{uid: os.Getuid()} }
 
 // UID is the user with uid n (tests stand in another user with it).

@@ -26,6 +26,9 @@ var self = sync.OnceValues(func() (*windows.SID, error) {
 	return tu.User.Sid.Copy()
 })
 
+// User is a user of this machine: a SID here, a uid on Unix.
+type User struct{ sid string }
+
 func current() User {
 	sid, err := self()
 	if err != nil {
