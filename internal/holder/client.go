@@ -154,6 +154,7 @@ type Conn struct {
 	d       *decoder
 	version int
 	holder  int
+	armed   time.Time // when Next last moved the read deadline
 
 	wmu     sync.Mutex
 	mu      sync.Mutex
@@ -236,7 +237,13 @@ type SpoolNotice struct {
 // call. A holder silent for idleTimeout is taken for hung: Next fails.
 func (c *Conn) Next() (Message, error) {
 	for {
-		_ = c.c.SetReadDeadline(time.Now().Add(idleTimeout))
+		// The deadline moves at most once a second (it costs a timer's
+		// update, and a flood is a record a microsecond): idleTimeout
+		// less that second still takes a hung holder for hung.
+		if now := time.Now(); now.Sub(c.armed) >= time.Second {
+			_ = c.c.SetReadDeadline(now.Add(idleTimeout))
+			c.armed = now
+		}
 		r, err := c.d.next()
 		if err != nil {
 			c.Close()

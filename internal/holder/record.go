@@ -138,41 +138,52 @@ func spoolType(t Type) bool { return t == TypeStdout || t == TypeStderr || t == 
 
 // decoder reads records from a stream.
 type decoder struct {
-	r   *bufio.Reader
-	buf []byte
+	r    *bufio.Reader // its buffer holds the largest record
+	held int           // bytes of the last record, still to discard from r
 }
 
 func newDecoder(r io.Reader) *decoder {
-	return &decoder{r: bufio.NewReaderSize(r, 256<<10), buf: make([]byte, HeaderLen+MaxPayload)}
+	return &decoder{r: bufio.NewReaderSize(r, max(256<<10, HeaderLen+MaxPayload))}
 }
 
 // next reads the next record; its Data is valid until the next call. An
 // end of the stream inside a record is io.ErrUnexpectedEOF.
 func (d *decoder) next() (Record, error) {
-	h := d.buf[:HeaderLen]
-	if _, err := io.ReadFull(d.r, h); err != nil {
-		return Record{}, err
+	if d.held > 0 { // the record returned last, still in the reader's buffer
+		_, _ = d.r.Discard(d.held)
+		d.held = 0
+	}
+	h, err := d.r.Peek(HeaderLen)
+	if err != nil {
+		return Record{}, cutShort(err, len(h))
 	}
 	n, err := payloadLen(h)
 	if err != nil {
 		return Record{}, err
 	}
-	p := d.buf[HeaderLen : HeaderLen+n]
-	if _, err := io.ReadFull(d.r, p); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return Record{}, err
+	b, err := d.r.Peek(HeaderLen + n) // decoded where the reader holds it: its buffer holds any record
+	if err != nil {
+		return Record{}, cutShort(err, len(b))
 	}
-	return decode(h, p)
+	d.held = len(b)
+	return decode(b[:HeaderLen], b[HeaderLen:])
+}
+
+// cutShort is a read's error when got bytes of a record came: an end of
+// the stream inside a record is io.ErrUnexpectedEOF.
+func cutShort(err error, got int) error {
+	if got > 0 && errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // buffered reports whether the header of a spool record (not a control
 // frame) is already read.
 func (d *decoder) buffered() bool {
-	if d.r.Buffered() < HeaderLen {
+	if d.r.Buffered()-d.held < HeaderLen {
 		return false
 	}
-	h, _ := d.r.Peek(HeaderLen) // at hand: it does not block
-	return spoolType(Type(h[8]))
+	h, _ := d.r.Peek(d.held + HeaderLen) // at hand: it neither blocks nor moves the last record
+	return spoolType(Type(h[d.held+8]))
 }
