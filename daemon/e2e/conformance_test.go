@@ -14,7 +14,7 @@ import (
 )
 
 // conformanceDir holds the third-party checks and their npm packages.
-func conformanceDir(t *testing.T) string { return flytest.ConformanceDir(t) }
+func conformanceDir(t testing.TB) string { return flytest.ConformanceDir(t) }
 
 // TestThirdPartyClients drives flyctl mcp with unmodified third-party MCP
 // clients, the official TypeScript SDK client and the MCP Inspector CLI:

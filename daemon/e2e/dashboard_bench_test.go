@@ -26,7 +26,7 @@ func BenchmarkDashboardLog(b *testing.B) {
 			chromium = p
 		}
 	}
-	dir, _ := filepath.Abs(filepath.Join("..", "testdata", "conformance"))
+	dir := conformanceDir(b)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); chromium == "" || err != nil {
 		b.Skip("needs Chromium and the npm packages of testdata/conformance (run the tests once)")
 	}

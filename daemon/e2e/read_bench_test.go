@@ -18,10 +18,7 @@ import (
 // dirs, or "" when it is not installed (npm ci there, or run the
 // conformance tests once).
 func serverFilesystem(b *testing.B, dirs ...string) *exec.Cmd {
-	bin, err := filepath.Abs(filepath.Join("..", "testdata", "conformance", "node_modules", ".bin"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	bin := filepath.Join(conformanceDir(b), "node_modules", ".bin")
 	if _, err := os.Stat(filepath.Join(bin, "mcp-server-filesystem")); err != nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func benchUpstreams(b *testing.B) []benchUpstream {
 	// 2.8 GB, so this understates what sharing saves.
 	ups := []benchUpstream{{name: "gosdk", cmd: []string{exe, "-test.run=^$"}, env: map[string]string{"FLY_TEST_HELPER": "upstream", fakeupstream.EnvChildMB: "64"},
 		call: "echo", args: map[string]any{"text": "hi"}, child: true}}
-	dir, _ := filepath.Abs(filepath.Join("..", "testdata", "conformance", "node_modules"))
+	dir := filepath.Join(conformanceDir(b), "node_modules")
 	if _, err := os.Stat(filepath.Join(dir, ".bin", "mcp-server-everything")); err == nil {
 		ups = append(ups, benchUpstream{name: "everything",
 			cmd:  []string{filepath.Join(dir, ".bin", "node"), filepath.Join(dir, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
