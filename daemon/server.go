@@ -53,6 +53,7 @@ type Config struct {
 	WriteTimeout    time.Duration // deadline of one write to a client (default 5s)
 	Linger          time.Duration // how long a workspace stays indexed with no session (default 10m)
 	Rules           index.Rules   // which workspace files are served (default DefaultRules)
+	GrepCacheBytes  int64         // file contents kept for files_grep, all workspaces together (default index.DefaultCacheBytes); negative: none
 
 	Flutter         string        // the flutter executable; default: flutter on each session's PATH (flutter.bat on Windows), else in FLUTTER_ROOT/bin
 	MaxRuns         int           // live flutter runs per workspace (default 2)
@@ -103,6 +104,7 @@ func DefaultConfig() Config {
 		WriteTimeout:    5 * time.Second,
 		Linger:          10 * time.Minute,
 		Rules:           index.DefaultRules(),
+		GrepCacheBytes:  index.DefaultCacheBytes(),
 		MaxRuns:         2,
 		MaxBuilds:       3,
 		BuildTimeout:    30 * time.Minute,
@@ -148,6 +150,9 @@ func (c *Config) setDefaults() {
 	orDur(&c.RunStartTimeout, d.RunStartTimeout)
 	orDur(&c.StopGrace, d.StopGrace)
 	orDur(&c.HTTPSessionIdle, d.HTTPSessionIdle)
+	if c.GrepCacheBytes == 0 {
+		c.GrepCacheBytes = d.GrepCacheBytes
+	}
 	if c.Rules.Extensions == nil && c.Rules.Names == nil {
 		c.Rules = d.Rules
 	}
@@ -192,7 +197,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), stopRequested: make(chan struct{}),
 		http: httpSessions{m: make(map[string]*httpSession), byClient: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
-	s.ws.home = cfg.Home
+	s.ws.home, s.ws.cache = cfg.Home, index.NewCache(cfg.GrepCacheBytes)
 	s.ws.opened = func() {
 		if a := s.apps.Load(); a != nil {
 			a.Rescan() // its apps' DTD files may be there already
@@ -674,6 +679,7 @@ func (s *Server) Status() Status {
 		StateDir:   s.cfg.Paths.StateDir,
 		HTTP:       s.httpAddr,
 		HTTPWanted: s.httpWanted,
+		GrepCache:  wire.GrepCache{Bytes: s.ws.cache.Used(), Limit: s.ws.cache.Limit()},
 		Sessions:   []SessionInfo{},
 		Workspaces: []WorkspaceStatus{},
 		Runs:       []RunInfo{},

@@ -152,7 +152,8 @@ func (w *workspace) connected() []*session {
 // workspaces owns every open workspace and the goroutines of their
 // indexes. close stops them all and waits.
 type workspaces struct {
-	home     string // refused as a root, with its ancestors
+	home     string       // refused as a root, with its ancestors
+	cache    *index.Cache // the grep cache's budget, shared by every index; nil: each its own
 	rules    index.Rules
 	linger   time.Duration
 	log      *slog.Logger
@@ -251,6 +252,9 @@ func (ws *workspaces) open(w *workspace) error {
 	idx, err := index.New(w.root, ws.rules, ws.log, func(c index.Change) { ws.onChange(w, c) })
 	if err != nil {
 		return fmt.Errorf("index workspace %s: %w", w.root, err)
+	}
+	if ws.cache != nil {
+		idx.ShareCache(ws.cache)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.index, w.stop = idx, cancel

@@ -63,6 +63,11 @@ func cmdStatus(ctx context.Context, c *call, o *statusOptions) error {
 func writeStatus(stdout io.Writer, st *wire.Status) error {
 	fmt.Fprintf(stdout, "flyd %s (protocol %d), pid %d, up %s\n", st.Version, st.Protocol, st.PID, time.Duration(st.UptimeSec*float64(time.Second)).Round(time.Second))
 	fmt.Fprintf(stdout, "socket:    %s\nstate dir: %s\ndatabase:  %s (%s)\n", st.Socket, st.StateDir, paths.Paths{StateDir: st.StateDir}.DB(), humanBytes(st.DBBytes))
+	if gc := st.GrepCache; gc.Limit > 0 {
+		fmt.Fprintf(stdout, "cache:     %s of %s (file contents kept in memory for files_grep; flyd run --grep-cache-mb)\n", humanBytes(gc.Bytes), humanBytes(gc.Limit))
+	} else {
+		fmt.Fprintf(stdout, "cache:     off (flyd run --grep-cache-mb 0): files_grep reads from disk\n")
+	}
 	if st.HTTP != "" {
 		fmt.Fprintf(stdout, "http:      http://%s (MCP at /mcp, dashboard at /; flyctl dashboard, flyctl token print)\n", st.HTTP)
 	}
@@ -70,9 +75,9 @@ func writeStatus(stdout io.Writer, st *wire.Status) error {
 		fmt.Fprintf(stdout, "NOTICE:    %s\n", safetext.Line(n))
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nWORKSPACE\tFILES\tSESSIONS\n")
+	fmt.Fprintf(tw, "\nWORKSPACE\tFILES\tSESSIONS\tGREP CACHE\n")
 	for _, w := range st.Workspaces {
-		row(tw, w.Root, strconv.Itoa(w.Files), strconv.Itoa(w.Sessions))
+		row(tw, w.Root, strconv.Itoa(w.Files), strconv.Itoa(w.Sessions), humanBytes(int64(w.CacheBytes)))
 	}
 	fmt.Fprintf(tw, "\nSESSION\tCLIENT\tPEER PID\tFILES READ\tTOOLS CALLED\tWORKSPACE\n")
 	for _, s := range st.Sessions {

@@ -99,6 +99,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	pageSize := fs.Int("page-size", d.PageSize, "resources per resources/list page")
 	linger := fs.Duration("linger", d.Linger, "how long a workspace stays indexed after its last session")
 	httpIdle := fs.Duration("http-session-idle", d.HTTPSessionIdle, "how long an MCP session over HTTP lives with no request in flight (a 2026-07-28 client's ends only so)")
+	grepCacheMB := fs.Int64("grep-cache-mb", d.GrepCacheBytes>>20, "file contents kept in memory for files_grep, all workspaces together, in MiB; 0 for none (nothing is read ahead either). The default is a 128th of this machine's memory, at most 64")
 	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
 	flutter := fs.String("flutter", "", "the flutter executable (default: flutter on each client's PATH)")
 	maxRuns := fs.Int("max-runs", d.MaxRuns, "live apps per workspace: flutter runs and attached apps together")
@@ -197,6 +198,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		Linger:           *linger,
 		HTTPSessionIdle:  *httpIdle,
 		Rules:            rules,
+		GrepCacheBytes:   grepCacheBytes(*grepCacheMB),
 		Flutter:          *flutter,
 		MaxRuns:          *maxRuns,
 		MaxBuilds:        *maxBuilds,
@@ -217,6 +219,15 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 		Log:              slog.New(h),
 	})
 	return srv.Run(ctx)
+}
+
+// grepCacheBytes is --grep-cache-mb as daemon.Config takes it: 0 (none)
+// is negative there, where 0 means the default.
+func grepCacheBytes(mb int64) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return mb << 20
 }
 
 // noConsoleLog is --no-console: it opens flyd.log in the state directory

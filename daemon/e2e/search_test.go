@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,5 +125,43 @@ func TestSearchStaysInside(t *testing.T) {
 		if res := callTool(t, cs, "files_find", args, nil); !res.IsError && !strings.Contains(toolText(res), "glob") {
 			t.Errorf("files_find %v = %s, want a refusal", args, toolText(res))
 		}
+	}
+}
+
+// TestGrepCacheBudget: flyd keeps what files_grep reads within the
+// budget flyd run --grep-cache-mb sets, and says so in its status; with
+// 0 it keeps nothing and searches still answer, from the disk.
+func TestGrepCacheBudget(t *testing.T) {
+	t.Parallel() // its own flyds: they wait mostly, so they overlap the others
+	root := t.TempDir()
+	files := map[string]string{"pubspec.yaml": "name: app\n"}
+	for i := range 50 {
+		files[fmt.Sprintf("lib/f%d.dart", i)] = fmt.Sprintf("class F%d {} // NEEDLE\n", i)
+	}
+	writeTree(t, root, files)
+	for _, c := range []struct {
+		mb        string
+		limit     int64
+		keepsSome bool
+	}{{"1", 1 << 20, true}, {"0", 0, false}} {
+		e := flytest.NewEnv(t)
+		d := flytest.StartFlyd(t, e, "--grep-cache-mb", c.mb)
+		cs := viaShim(e)(t, "searcher", root, nil)
+		var grep mcpserver.GrepResult
+		if res := callTool(t, cs, "files_grep", map[string]any{"pattern": "NEEDLE", "literal": true}, &grep); res.IsError || grep.Matches != 50 {
+			t.Fatalf("--grep-cache-mb %s: files_grep found %d: %s", c.mb, grep.Matches, toolText(res))
+		}
+		st, err := getStatus(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GrepCache.Limit != c.limit || (st.GrepCache.Bytes > 0) != c.keepsSome || st.GrepCache.Bytes > c.limit {
+			t.Errorf("--grep-cache-mb %s: status says the grep cache holds %d bytes of %d", c.mb, st.GrepCache.Bytes, st.GrepCache.Limit)
+		}
+		if len(st.Workspaces) != 1 || int64(st.Workspaces[0].CacheBytes) != st.GrepCache.Bytes {
+			t.Errorf("--grep-cache-mb %s: the workspace's part %+v, the whole %d", c.mb, st.Workspaces, st.GrepCache.Bytes)
+		}
+		cs.Close()
+		d.Stop(t)
 	}
 }

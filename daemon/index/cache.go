@@ -3,26 +3,72 @@ package index
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
+
+	"github.com/fly-dev/fly/internal/sysmem"
 )
 
-// Bounds of the content cache.
-const (
-	cacheBudget  = 64 << 20  // bytes of file contents kept, across the workspace
-	cacheMaxFile = 256 << 10 // larger files are read each time
-)
+// cacheMaxFile: larger files are read each time, never kept.
+const cacheMaxFile = 256 << 10
+
+// Cache is the budget of the content caches of one flyd's indexes: what
+// all of them keep of file contents (see contentCache) is within it.
+type Cache struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewCache returns a budget of limit bytes; at most 0 keeps nothing, and
+// no warmer runs.
+func NewCache(limit int64) *Cache { return &Cache{limit: max(limit, 0)} }
+
+// DefaultCacheBytes is the budget a flyd's indexes share by default: a
+// 128th of the machine's memory, at most 64 MiB (32 MiB when the memory
+// cannot be read), so that a small machine keeps less.
+func DefaultCacheBytes() int64 {
+	const most = 64 << 20
+	if n := sysmem.Total(); n > 0 {
+		return int64(min(n/128, most))
+	}
+	return most / 2
+}
+
+// Limit is the budget in bytes.
+func (c *Cache) Limit() int64 { return c.limit }
+
+// Used is the bytes kept now, across the indexes.
+func (c *Cache) Used() int64 { return c.used.Load() }
+
+// take reserves n bytes of the budget, if it has them.
+func (c *Cache) take(n int) bool {
+	for {
+		u := c.used.Load()
+		if u+int64(n) > c.limit {
+			return false
+		}
+		if c.used.CompareAndSwap(u, u+int64(n)) {
+			return true
+		}
+	}
+}
+
+func (c *Cache) give(n int) { c.used.Add(-int64(n)) }
 
 // contentCache keeps the contents of files grep has read, so that the
-// next search reads memory, not the disk: within cacheBudget bytes, files
-// of at most cacheMaxFile. The watcher's goroutine drops what changed
+// next search reads memory, not the disk: files of at most cacheMaxFile,
+// within the budget it shares with the other indexes (by default one of
+// its own). The watcher's goroutine drops what changed
 // before it publishes the change (see Index.flush), so an entry is never
 // older than the index itself. A read that races with a change is not
 // stored: every invalidation moves the epoch, and put refuses contents
 // read in an older one.
 type contentCache struct {
-	mu    sync.Mutex
-	epoch uint64
-	bytes int
-	m     map[string][]byte
+	budget *Cache // set before the index is used
+	mu     sync.Mutex
+	epoch  uint64
+	bytes  int
+	m      map[string][]byte
+	closed bool // the index is done with: nothing more is kept
 }
 
 // get returns the cached contents of rel and the epoch to pass to put
@@ -44,7 +90,7 @@ func (c *contentCache) put(rel string, data []byte, epoch uint64) bool {
 }
 
 func (c *contentCache) putLocked(rel string, data []byte, epoch uint64) bool {
-	if len(data) > cacheMaxFile || epoch != c.epoch || c.bytes+len(data) > cacheBudget {
+	if len(data) > cacheMaxFile || epoch != c.epoch || c.closed || !c.budget.take(len(data)) {
 		return false
 	}
 	if c.m == nil {
@@ -52,6 +98,7 @@ func (c *contentCache) putLocked(rel string, data []byte, epoch uint64) bool {
 	}
 	if old, ok := c.m[rel]; ok {
 		c.bytes -= len(old)
+		c.budget.give(len(old))
 	}
 	c.m[rel] = data
 	c.bytes += len(data)
@@ -62,7 +109,7 @@ func (c *contentCache) putLocked(rel string, data []byte, epoch uint64) bool {
 func (c *contentCache) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.bytes >= cacheBudget-cacheMaxFile
+	return c.budget.Used() >= c.budget.Limit()-cacheMaxFile
 }
 
 // getAll returns the cached contents of files (nil where missing) and
@@ -116,15 +163,27 @@ func (c *contentCache) drop(paths []string, all bool) {
 	defer c.mu.Unlock()
 	c.epoch++
 	if all {
+		c.budget.give(c.bytes)
 		c.m, c.bytes = nil, 0
 		return
 	}
 	for _, p := range paths {
 		if old, ok := c.m[p]; ok {
 			c.bytes -= len(old)
+			c.budget.give(len(old))
 			delete(c.m, p)
 		}
 	}
+}
+
+// close forgets everything, giving its bytes back to the budget, and
+// keeps nothing more.
+func (c *contentCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	c.budget.give(c.bytes)
+	c.m, c.bytes, c.closed = nil, 0, true
 }
 
 // size returns the cached files and bytes.

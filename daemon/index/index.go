@@ -198,6 +198,7 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 		onChange: onChange,
 		warmDone: make(chan struct{}),
 		dirs:     make(map[string]struct{}),
+		cache:    contentCache{budget: NewCache(DefaultCacheBytes())},
 	}
 	x.fsRoot.Store(fsRoot)
 	if watch {
@@ -269,6 +270,11 @@ func (x *Index) After(path string, n int) []File {
 	}
 	return files[i:j:j]
 }
+
+// ShareCache makes x keep file contents within c, the budget it shares
+// with the other indexes of its flyd, instead of one of its own. Call it
+// before Run and before x is used.
+func (x *Index) ShareCache(c *Cache) { x.cache.budget = c }
 
 // Files returns the whole current snapshot, sorted by Path. It is shared:
 // do not modify it.

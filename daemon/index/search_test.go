@@ -282,3 +282,62 @@ func TestWarmer(t *testing.T) {
 		t.Errorf("a search after warming: %d matches, %d binary, %v; want 300 from the cache and the binary file skipped", pg.Matches, pg.SkippedBinary, err)
 	}
 }
+
+// TestSharedCacheBudget: the indexes of one flyd keep file contents
+// within the budget they share; an index that ends gives its part back;
+// a budget of nothing keeps nothing, and its warmer reads nothing.
+func TestSharedCacheBudget(t *testing.T) {
+	tree := func(tag string) *Index {
+		files := map[string]string{}
+		for i := range 100 {
+			files[fmt.Sprintf("lib/f%d.dart", i)] = fmt.Sprintf("class %s%d {} // %s\n", tag, i, strings.Repeat("x", 900))
+		}
+		x := searchTree(t, files)
+		y, err := openIndex(x.root, DefaultRules(), nil, nil, false) // its own Run, below
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	run := func(x *Index) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { // owned by the test: stopped by stop
+			defer close(done)
+			x.Run(ctx)
+		}()
+		select {
+		case <-x.warmDone:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the warmer did not finish within 30s")
+		}
+		return func() { cancel(); <-done }
+	}
+	budget := NewCache(cacheMaxFile + 60_000) // about 60 files of these, with the warmer's margin
+	a, b := tree("A"), tree("B")
+	a.ShareCache(budget)
+	b.ShareCache(budget)
+	stopA := run(a)
+	stopB := run(b)
+	defer stopB()
+	ua, ub := a.Stats().CacheBytes, b.Stats().CacheBytes
+	if ua == 0 || int64(ua+ub) != budget.Used() || budget.Used() > budget.Limit() {
+		t.Fatalf("two indexes keep %d and %d bytes; the budget says %d used of %d", ua, ub, budget.Used(), budget.Limit())
+	}
+	stopA()
+	if budget.Used() != int64(ub) {
+		t.Errorf("after the first index ended the budget says %d used, want %d (the second's)", budget.Used(), ub)
+	}
+
+	none := NewCache(0)
+	c := tree("C")
+	c.ShareCache(none)
+	defer run(c)()
+	re, _ := CompilePattern("class", true, false)
+	if pg, err := c.Grep(context.Background(), c.Root(), GrepOptions{Pattern: re, Limit: 1000, Budget: 1 << 20, MaxFile: 1 << 20, MaxLineLen: 300}); err != nil || pg.Matches != 100 {
+		t.Fatalf("a search with no cache: %d matches, %v; want 100 from the disk", pg.Matches, err)
+	}
+	if st := c.Stats(); st.CacheFiles != 0 || none.Used() != 0 {
+		t.Errorf("a budget of nothing: %d files kept, %d bytes used", st.CacheFiles, none.Used())
+	}
+}

@@ -29,6 +29,7 @@ const (
 // calling it with a done ctx just releases the watcher.
 func (x *Index) Run(ctx context.Context) error {
 	defer func() {
+		x.cache.close() // its bytes back to the budget it shares
 		x.Root().Close()
 		for _, r := range x.retired {
 			r.Close()

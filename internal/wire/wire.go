@@ -388,12 +388,21 @@ type Status struct {
 	// must never name HTTP, whose port another process may hold later.
 	HTTPWanted string            `json:"http_wanted,omitempty"`
 	DBBytes    int64             `json:"db_bytes"`
+	GrepCache  GrepCache         `json:"grep_cache"`
 	Notices    []string          `json:"notices,omitempty"` // what people must know, such as a damaged db moved aside
 	Sessions   []Session         `json:"sessions"`
 	Workspaces []WorkspaceStatus `json:"workspaces"`
 	Runs       []Run             `json:"runs"` // live ones
 	Apps       []App             `json:"apps"` // found outside fly
 	Upstreams  []Upstream        `json:"upstreams"`
+}
+
+// GrepCache is what flyd keeps in memory of files' contents for
+// files_grep, every workspace's together, against its budget (flyd run
+// --grep-cache-mb).
+type GrepCache struct {
+	Bytes int64 `json:"bytes"`
+	Limit int64 `json:"limit_bytes"`
 }
 
 // Upstream is one running instance of a shared upstream MCP server.
