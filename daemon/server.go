@@ -54,6 +54,7 @@ type Config struct {
 	Linger          time.Duration // how long a workspace stays indexed with no session (default 10m)
 	Rules           index.Rules   // which workspace files are served (default DefaultRules)
 	GrepCacheBytes  int64         // file contents kept for files_grep, all workspaces together (default index.DefaultCacheBytes); negative: none
+	NoGrepReadAhead bool          // the grep cache keeps only what searches read: no warmer reads a workspace ahead
 
 	Flutter         string        // the flutter executable; default: flutter on each session's PATH (flutter.bat on Windows), else in FLUTTER_ROOT/bin
 	MaxRuns         int           // live flutter runs per workspace (default 2)
@@ -197,7 +198,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Log, sessions: make(map[string]*session), stopRequested: make(chan struct{}),
 		http: httpSessions{m: make(map[string]*httpSession), byClient: make(map[string]*httpSession)}}
 	s.ws = newWorkspaces(cfg.Rules, cfg.Linger, cfg.Log, s.workspaceChanged)
-	s.ws.home, s.ws.cache = cfg.Home, index.NewCache(cfg.GrepCacheBytes)
+	s.ws.home, s.ws.cache = cfg.Home, index.NewCache(cfg.GrepCacheBytes, !cfg.NoGrepReadAhead)
 	s.ws.opened = func() {
 		if a := s.apps.Load(); a != nil {
 			a.Rescan() // its apps' DTD files may be there already

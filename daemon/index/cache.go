@@ -14,13 +14,17 @@ const cacheMaxFile = 256 << 10
 // Cache is the budget of the content caches of one flyd's indexes: what
 // all of them keep of file contents (see contentCache) is within it.
 type Cache struct {
-	limit int64
-	used  atomic.Int64
+	limit     int64
+	readAhead bool
+	used      atomic.Int64
 }
 
-// NewCache returns a budget of limit bytes; at most 0 keeps nothing, and
-// no warmer runs.
-func NewCache(limit int64) *Cache { return &Cache{limit: max(limit, 0)} }
+// NewCache returns a budget of limit bytes; at most 0 keeps nothing.
+// With readAhead, each index's warmer reads its files into the cache
+// while nothing searches; without, only what searches read is kept.
+func NewCache(limit int64, readAhead bool) *Cache {
+	return &Cache{limit: max(limit, 0), readAhead: readAhead}
+}
 
 // DefaultCacheBytes is the budget a flyd's indexes share by default: a
 // 128th of the machine's memory, at most 64 MiB (32 MiB when the memory

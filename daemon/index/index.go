@@ -198,7 +198,7 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 		onChange: onChange,
 		warmDone: make(chan struct{}),
 		dirs:     make(map[string]struct{}),
-		cache:    contentCache{budget: NewCache(DefaultCacheBytes())},
+		cache:    contentCache{budget: NewCache(DefaultCacheBytes(), true)},
 	}
 	x.fsRoot.Store(fsRoot)
 	if watch {

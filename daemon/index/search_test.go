@@ -313,7 +313,7 @@ func TestSharedCacheBudget(t *testing.T) {
 		}
 		return func() { cancel(); <-done }
 	}
-	budget := NewCache(cacheMaxFile + 60_000) // about 60 files of these, with the warmer's margin
+	budget := NewCache(cacheMaxFile+60_000, true) // about 60 files of these, with the warmer's margin
 	a, b := tree("A"), tree("B")
 	a.ShareCache(budget)
 	b.ShareCache(budget)
@@ -329,7 +329,7 @@ func TestSharedCacheBudget(t *testing.T) {
 		t.Errorf("after the first index ended the budget says %d used, want %d (the second's)", budget.Used(), ub)
 	}
 
-	none := NewCache(0)
+	none := NewCache(0, true)
 	c := tree("C")
 	c.ShareCache(none)
 	defer run(c)()
@@ -339,5 +339,20 @@ func TestSharedCacheBudget(t *testing.T) {
 	}
 	if st := c.Stats(); st.CacheFiles != 0 || none.Used() != 0 {
 		t.Errorf("a budget of nothing: %d files kept, %d bytes used", st.CacheFiles, none.Used())
+	}
+
+	// No read-ahead: nothing is kept until a search reads it.
+	searched := NewCache(1<<20, false)
+	d := tree("D")
+	d.ShareCache(searched)
+	defer run(d)()
+	if searched.Used() != 0 {
+		t.Fatalf("without read-ahead the warmer kept %d bytes", searched.Used())
+	}
+	if pg, err := d.Grep(context.Background(), d.Root(), GrepOptions{Pattern: re, Limit: 1000, Budget: 1 << 20, MaxFile: 1 << 20, MaxLineLen: 300}); err != nil || pg.Matches != 100 {
+		t.Fatalf("a search without read-ahead: %d matches, %v", pg.Matches, err)
+	}
+	if st := d.Stats(); st.CacheFiles != 100 || searched.Used() != int64(st.CacheBytes) {
+		t.Errorf("after a search without read-ahead: %d files, %d bytes kept; the budget says %d", st.CacheFiles, st.CacheBytes, searched.Used())
 	}
 }

@@ -53,6 +53,9 @@ func (q *quiet) wait(ctx context.Context) {
 // budget is used up, or ctx is done.
 func (x *Index) warm(ctx context.Context) {
 	defer close(x.warmDone)
+	if !x.cache.budget.readAhead {
+		return
+	}
 	var d dirCache
 	defer d.close()
 	for _, f := range x.Files() {
