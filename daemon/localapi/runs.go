@@ -246,9 +246,17 @@ func (lw *lineWriter) entries(es []logring.Entry) {
 // every follower of a run writes the bytes one of them encoded: with a
 // hundred followers, encoding is most of the cost of fan-out. Slots are
 // indexed by seq and replaced without locks; a miss just encodes again.
+// It is bounded in bytes, not only in lines: a line over lineCacheMaxLine
+// (an app may print 8 KiB lines, and JSON may escape each byte six
+// times) is encoded for each follower and never kept, so a followed run
+// keeps at most about lineCacheSlots×lineCacheMaxLine, about a ring's
+// worth of entries.
 type lineCache [lineCacheSlots]atomic.Pointer[cachedLine]
 
-const lineCacheSlots = 4096
+const (
+	lineCacheSlots   = 1024 // the ring's default entries, rounded up
+	lineCacheMaxLine = 1 << 10
+)
 
 type cachedLine struct {
 	seq  uint64
@@ -266,7 +274,9 @@ func (c *lineCache) line(e logring.Entry) []byte {
 		panic(err) // the line types always encode
 	}
 	b = append(b, '\n')
-	slot.Store(&cachedLine{seq: e.Seq, line: b})
+	if len(b) <= lineCacheMaxLine {
+		slot.Store(&cachedLine{seq: e.Seq, line: b})
+	}
 	return b
 }
 
