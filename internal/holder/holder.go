@@ -167,12 +167,15 @@ type holder struct {
 	stop chan struct{}  // closed when the holder goes: its goroutines leave
 	wg   sync.WaitGroup // the acceptor, connections, reaper, stdin writer, signal handler
 
-	told atomic.Bool // the holder itself was signalled to end: it waits for no flyd still to come
+	told     atomic.Bool   // the holder itself was signalled to end: it waits for no flyd still to come
+	toldc    chan struct{} // closed when told is set
+	toldOnce sync.Once
+	dropping atomic.Bool // told to end with the spool full and no flyd: output is let go
 }
 
 // start makes the spool, listens, and starts the child.
 func start(spec Spec, lg *log.Logger) (*holder, error) {
-	h := &holder{spec: spec, log: lg, stdinQ: make(chan []byte, 256), acked: make(chan struct{}), stop: make(chan struct{})}
+	h := &holder{spec: spec, log: lg, stdinQ: make(chan []byte, 256), acked: make(chan struct{}), stop: make(chan struct{}), toldc: make(chan struct{})}
 	var err error
 	if h.spool, err = newSpool(spec.Dir, spec.SegmentBytes, spec.SpoolBytes); err != nil {
 		return nil, err
@@ -279,6 +282,7 @@ func (h *holder) run(signals <-chan os.Signal) int {
 	h.wg.Go(func() {
 		forwardSignals(signals, h.stop, func(sig proc.Signal) error {
 			h.told.Store(true)
+			h.toldOnce.Do(func() { close(h.toldc) })
 			return h.signalTree(sig)
 		})
 	})
@@ -335,7 +339,7 @@ func (h *holder) run(signals <-chan os.Signal) int {
 	h.mu.Lock()
 	h.exitSeq = seq
 	h.mu.Unlock()
-	if h.spool.ackedUpTo() >= seq { // flyd was quicker than this
+	if seq != 0 && h.spool.ackedUpTo() >= seq { // flyd was quicker than this
 		h.ackOnce.Do(func() { close(h.acked) })
 	}
 
@@ -521,7 +525,8 @@ func (h *holder) read(f *os.File, t Type) {
 }
 
 // spoolWait appends recs to the spool, waiting as long as it takes for
-// room, and returns the last one's seq.
+// room, and returns the last one's seq; 0 when it let them go (see
+// abandoned).
 func (h *holder) spoolWait(recs []Record) uint64 {
 	blocked := false
 	for {
@@ -537,12 +542,34 @@ func (h *holder) spoolWait(recs []Record) uint64 {
 			blocked = true
 			h.setBlocked(1, err)
 		}
+		if h.abandoned() {
+			// Told to end, and nobody to make room: waiting would keep the
+			// holder forever (its readers never end). What the spool holds
+			// stays for the next flyd; these records are let go.
+			if h.dropping.CompareAndSwap(false, true) {
+				h.log.Printf("told to end with the spool full and no flyd connected: the run's output from here on is not kept (%v)", err)
+			}
+			h.setBlocked(-1, nil)
+			return 0
+		}
 		select {
 		case <-room:
+		case <-h.toldc:
 		case <-time.After(retryFull):
 			h.remindFull()
 		}
 	}
+}
+
+// abandoned reports whether the holder was told to end while no flyd is
+// connected to take what it holds.
+func (h *holder) abandoned() bool {
+	if !h.told.Load() {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conn == nil
 }
 
 // remindFull tells flyd again that the spool is full: a flyd that has

@@ -80,6 +80,12 @@ func startHolder(t *testing.T, lines int) (string, State) {
 
 func startHolderWith(t *testing.T, lines int, segment int64) (string, State) {
 	t.Helper()
+	return startHolderSpec(t, lines, func(s *Spec) { s.SegmentBytes = segment })
+}
+
+// startHolderSpec is startHolder with the spec as set changes it.
+func startHolderSpec(t *testing.T, lines int, set func(*Spec)) (string, State) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +102,8 @@ func startHolderWith(t *testing.T, lines int, segment int64) (string, State) {
 		os.RemoveAll(dir)
 	})
 	spec := Spec{Run: "01testrun", Dir: dir, Control: controlOf(dir), Path: self, Args: []string{"child"}, Cwd: dir,
-		Env: append(os.Environ(), envChild+"=1", envChildLines+"="+strconv.Itoa(lines)), Stdin: true, SegmentBytes: segment}
+		Env: append(os.Environ(), envChild+"=1", envChildLines+"="+strconv.Itoa(lines)), Stdin: true}
+	set(&spec)
 	st, err := Start(context.Background(), self, spec)
 	if err != nil {
 		t.Fatal(err)

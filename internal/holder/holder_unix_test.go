@@ -3,6 +3,7 @@
 package holder
 
 import (
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,5 +27,29 @@ func TestHolderTerminatedAlone(t *testing.T) {
 	texts, _, _ := readAll(t, dir, 0)
 	if n := len(texts); n == 0 || !strings.Contains(texts[n-1], "killed by terminated") {
 		t.Errorf("the spool left holds %q, want the run's exit by SIGTERM last", texts)
+	}
+}
+
+// TestHolderTerminatedFullAlone: a holder told to end while its spool is
+// full and no flyd is there to make room goes too, instead of waiting
+// for room forever with the run's output; what the spool holds stays for
+// the next flyd, and the state file says how the run ended.
+func TestHolderTerminatedFullAlone(t *testing.T) {
+	t.Setenv(envLinger, "1h")
+	dir, st := startHolderSpec(t, 100_000, func(s *Spec) { s.SegmentBytes, s.SpoolBytes = 64<<10, 128<<10 })
+	eventually(t, "the spool full", func() bool {
+		s, err := ReadState(dir)
+		return err == nil && s.Spool != ""
+	})
+	if err := syscall.Kill(st.Holder.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder told to end with a full spool gone", func() bool { return !st.Holder.Same() })
+	s, err := ReadState(dir)
+	if err != nil || s.Exit == nil {
+		t.Fatalf("the state file after the holder went = %+v, %v; want the run's exit", s, err)
+	}
+	if texts, _, _ := readAll(t, dir, 0); len(texts) < 1000 || !slices.Contains(texts, "line 1") {
+		t.Errorf("the spool left holds %d records: want what it had when it filled, from line 1", len(texts))
 	}
 }
