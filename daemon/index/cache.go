@@ -43,8 +43,12 @@ func (c *Cache) Limit() int64 { return c.limit }
 // Used is the bytes kept now, across the indexes.
 func (c *Cache) Used() int64 { return c.used.Load() }
 
-// take reserves n bytes of the budget, if it has them.
+// take reserves n bytes of the budget (n < 0 gives back), if it has
+// them; a budget of nothing takes nothing, not even an empty file.
 func (c *Cache) take(n int) bool {
+	if c.limit == 0 {
+		return false
+	}
 	for {
 		u := c.used.Load()
 		if u+int64(n) > c.limit {
@@ -94,26 +98,26 @@ func (c *contentCache) put(rel string, data []byte, epoch uint64) bool {
 }
 
 func (c *contentCache) putLocked(rel string, data []byte, epoch uint64) bool {
-	if len(data) > cacheMaxFile || epoch != c.epoch || c.closed || !c.budget.take(len(data)) {
+	if len(data) > cacheMaxFile || epoch != c.epoch || c.closed {
+		return false
+	}
+	old := c.m[rel] // replaced: only the difference is taken
+	if !c.budget.take(len(data) - len(old)) {
 		return false
 	}
 	if c.m == nil {
 		c.m = make(map[string][]byte)
 	}
-	if old, ok := c.m[rel]; ok {
-		c.bytes -= len(old)
-		c.budget.give(len(old))
-	}
 	c.m[rel] = data
-	c.bytes += len(data)
+	c.bytes += len(data) - len(old)
 	return true
 }
 
-// full reports whether the cache's budget is used up.
+// full reports whether the warmer is done with the budget: what is read
+// ahead takes at most half of it, so that what searches read, in any
+// workspace, still finds room (nothing is evicted).
 func (c *contentCache) full() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.budget.Used() >= c.budget.Limit()-cacheMaxFile
+	return c.budget.Used() >= c.budget.Limit()/2
 }
 
 // getAll returns the cached contents of files (nil where missing) and
