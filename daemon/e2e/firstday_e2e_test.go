@@ -23,7 +23,10 @@ func TestFirstDayCrash(t *testing.T) {
 	e.WithFakeFlutter(t, fakeflutter.EnvTickMS+"=100")
 	flytest.StartFlyd(t, e)
 	root := flutterProject(t)
-	cs := viaShimWith(e, fakeflutter.EnvCrashAfter+"=5")(t, "claude-code", root, nil) // half a second after it started
+	// Three seconds after it started: flutter_run has answered by then,
+	// even on a loaded machine (it took 2.2 s once, and a crash before
+	// the answer is flutter_run's error, another test's case).
+	cs := viaShimWith(e, fakeflutter.EnvCrashAfter+"=30")(t, "claude-code", root, nil)
 
 	var run mcpserver.RunResult
 	if res := callTool(t, cs, "flutter_run", map[string]any{"device": "linux"}, &run); res.IsError {

@@ -549,8 +549,7 @@ func (h *holder) spoolWait(recs []Record) uint64 {
 			if h.dropping.CompareAndSwap(false, true) {
 				h.log.Printf("told to end with the spool full and no flyd connected: the run's output from here on is not kept (%v)", err)
 			}
-			h.setBlocked(-1, nil)
-			return 0
+			return 0 // still counted blocked: the spool is still full, as the state file says
 		}
 		select {
 		case <-room:
