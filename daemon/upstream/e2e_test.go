@@ -372,6 +372,13 @@ func TestUpstreamCancelAndTimeout(t *testing.T) {
 	u := startUpEnv(t, map[string]any{"timeout_sec": 2})
 	ws := newWorkspace(t)
 	c1, c2 := u.connect(t, "c1", ws), u.connect(t, "c2", ws)
+	// timeout_sec also bounds the upstream's start, which a loaded
+	// machine can take longer than 2 s over: the calls below are timed
+	// against a running upstream.
+	eventually(t, "the upstream running", func() bool {
+		res, err := c2.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_echo", Arguments: map[string]any{"text": "up"}})
+		return err == nil && !res.IsError
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { // owned by the test: drained below
