@@ -7,22 +7,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/fly-dev/fly/internal/flytest"
 )
 
 // readPID waits for a pid file a test's child writes.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute) // a hang detector
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
+	pid := 0
+	flytest.Eventually(t, "a pid in "+path, func() bool {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", path)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the file the child writes
-	}
+		return err == nil
+	})
+	return pid
 }

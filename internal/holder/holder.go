@@ -167,15 +167,14 @@ type holder struct {
 	stop chan struct{}  // closed when the holder goes: its goroutines leave
 	wg   sync.WaitGroup // the acceptor, connections, reaper, stdin writer, signal handler
 
-	told     atomic.Bool   // the holder itself was signalled to end: it waits for no flyd still to come
-	toldc    chan struct{} // closed when told is set
+	told     chan struct{} // closed once the holder itself was signalled to end: it waits for no flyd still to come
 	toldOnce sync.Once
 	dropping atomic.Bool // told to end with the spool full and no flyd: output is let go
 }
 
 // start makes the spool, listens, and starts the child.
 func start(spec Spec, lg *log.Logger) (*holder, error) {
-	h := &holder{spec: spec, log: lg, stdinQ: make(chan []byte, 256), acked: make(chan struct{}), stop: make(chan struct{}), toldc: make(chan struct{})}
+	h := &holder{spec: spec, log: lg, stdinQ: make(chan []byte, 256), acked: make(chan struct{}), stop: make(chan struct{}), told: make(chan struct{})}
 	var err error
 	if h.spool, err = newSpool(spec.Dir, spec.SegmentBytes, spec.SpoolBytes); err != nil {
 		return nil, err
@@ -281,8 +280,7 @@ func (h *holder) run(signals <-chan os.Signal) int {
 	h.wg.Go(h.writeStdin)
 	h.wg.Go(func() {
 		forwardSignals(signals, h.stop, func(sig proc.Signal) error {
-			h.told.Store(true)
-			h.toldOnce.Do(func() { close(h.toldc) })
+			h.toldOnce.Do(func() { close(h.told) })
 			return h.signalTree(sig)
 		})
 	})
@@ -361,7 +359,7 @@ waiting:
 			h.log.Print("flyd went before it acknowledged the run's exit: leaving the spool for the next flyd")
 			break
 		}
-		if c == nil && h.told.Load() { // stopped with everything else (a service stop, a package removal): no flyd is coming
+		if c == nil && h.isTold() { // stopped with everything else (a service stop, a package removal): no flyd is coming
 			h.log.Print("told to end with no flyd connected: leaving the spool for the next flyd")
 			break
 		}
@@ -553,17 +551,27 @@ func (h *holder) spoolWait(recs []Record) uint64 {
 		}
 		select {
 		case <-room:
-		case <-h.toldc:
+		case <-h.told:
 		case <-time.After(retryFull):
 			h.remindFull()
 		}
 	}
 }
 
+// isTold reports whether the holder itself was signalled to end.
+func (h *holder) isTold() bool {
+	select {
+	case <-h.told:
+		return true
+	default:
+		return false
+	}
+}
+
 // abandoned reports whether the holder was told to end while no flyd is
 // connected to take what it holds.
 func (h *holder) abandoned() bool {
-	if !h.told.Load() {
+	if !h.isTold() {
 		return false
 	}
 	h.mu.Lock()

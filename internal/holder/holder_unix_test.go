@@ -15,14 +15,7 @@ import (
 func TestHolderTerminatedAlone(t *testing.T) {
 	t.Setenv(envLinger, "1h") // far past eventually's minute
 	dir, st := startHolder(t, 10)
-	if err := syscall.Kill(st.Holder.PID, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the holder told to end gone", func() bool { return !st.Holder.Same() })
-	s, err := ReadState(dir)
-	if err != nil || s.Exit == nil {
-		t.Fatalf("the state file after the holder went = %+v, %v; want the run's exit", s, err)
-	}
+	endAlone(t, dir, st)
 	texts, _, _ := readAll(t, dir, 0)
 	if n := len(texts); n == 0 || !strings.Contains(texts[n-1], "killed by terminated") {
 		t.Errorf("the spool left holds %q, want the run's exit by SIGTERM last", texts)
@@ -40,15 +33,23 @@ func TestHolderTerminatedFullAlone(t *testing.T) {
 		s, err := ReadState(dir)
 		return err == nil && s.Spool != ""
 	})
+	s := endAlone(t, dir, st)
+	if texts, _, _ := readAll(t, dir, 0); len(texts) < 100 || s.Spool == "" {
+		t.Errorf("the spool left holds %d records, and the state says %q: want what it had when it filled, and that it is full", len(texts), s.Spool)
+	}
+}
+
+// endAlone sends the holder SIGTERM, waits for it to go, and returns its
+// state file, which must hold the run's exit.
+func endAlone(t *testing.T, dir string, st State) State {
+	t.Helper()
 	if err := syscall.Kill(st.Holder.PID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the holder told to end with a full spool gone", func() bool { return !st.Holder.Same() })
+	eventually(t, "the holder told to end gone", func() bool { return !st.Holder.Same() })
 	s, err := ReadState(dir)
 	if err != nil || s.Exit == nil {
 		t.Fatalf("the state file after the holder went = %+v, %v; want the run's exit", s, err)
 	}
-	if texts, _, _ := readAll(t, dir, 0); len(texts) < 100 || s.Spool == "" {
-		t.Errorf("the spool left holds %d records, and the state says %q: want what it had when it filled, and that it is full", len(texts), s.Spool)
-	}
+	return s
 }
