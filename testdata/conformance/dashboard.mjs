@@ -104,7 +104,13 @@ try {
   // dashboard's own page send it nothing usable, and its page cannot
   // read the dashboard's storage.
   if (process.env.FLY_OTHER) {
-    await page.evaluate(async (u) => { try { await fetch(u + "fetched", { credentials: "include", mode: "no-cors" }); } catch (e) {} }, process.env.FLY_OTHER);
+    // A loaded browser may fail the fetch before sending it (it throws):
+    // tried up to three times, so that the server below sees one.
+    await page.evaluate(async (u) => {
+      for (let i = 0; i < 3; i++) {
+        try { await fetch(u + "fetched", { credentials: "include", mode: "no-cors" }); return; } catch (e) {}
+      }
+    }, process.env.FLY_OTHER);
     const other = await context.newPage();
     await other.goto(process.env.FLY_OTHER + "visited");
     const stored = await other.evaluate(() => JSON.stringify([sessionStorage.getItem("fly_token"), localStorage.length, document.cookie]));
