@@ -15,8 +15,13 @@ import (
 // client the upstream's requests for input go to), their progress, and
 // subscriptions.
 
-// progressGrace is how long progress is still routed after its call.
-const progressGrace = 2 * time.Second
+// progressGrace is how long progress is still routed after its call;
+// progressDrain how long a call's result waits for the progress the
+// upstream sent before it to be passed on.
+const (
+	progressGrace = 2 * time.Second
+	progressDrain = time.Second
+)
 
 type progressRoute struct {
 	session string
@@ -25,6 +30,11 @@ type progressRoute struct {
 	// progress goes there, on the request's own stream.
 	to     *mcp.ServerSession
 	reqCtx context.Context
+	// pending counts the progress read from the upstream but not yet
+	// passed on (see countingConn); drained is closed when it is back
+	// to 0 (nil while it is 0). Both under the instance's mu.
+	pending int
+	drained chan struct{}
 }
 
 var callSeq atomic.Uint64
@@ -131,13 +141,18 @@ func onCall(ctx, call context.Context) (context.Context, context.CancelFunc) {
 
 // withProgress routes the upstream's progress for one call back to the
 // caller's token, and returns the token to send upstream and a function
-// that ends the route.
+// that ends the route. The go-sdk reads the upstream's messages in order
+// but hands notifications to their handler on another goroutine, so the
+// call's result can reach flyd before the progress the upstream sent
+// ahead of it has been passed on: the end function waits (at most
+// progressDrain) until it has, so that the client gets every progress
+// notification before the result, as the upstream sent them.
 func (in *instance) withProgress(ctx context.Context, s Session, token any) (any, func()) {
 	if token == nil {
 		return nil, func() {}
 	}
 	ours := fmt.Sprintf("fly-%d", callSeq.Add(1))
-	route := progressRoute{session: s.ID(), token: token}
+	route := &progressRoute{session: s.ID(), token: token}
 	if req := requestOf(ctx); req != nil {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			route.to, route.reqCtx = ss, context.WithoutCancel(ctx)
@@ -147,8 +162,19 @@ func (in *instance) withProgress(ctx context.Context, s Session, token any) (any
 	in.progress[ours] = route
 	in.mu.Unlock()
 	return ours, func() {
-		// The go-sdk may hand flyd the upstream's last progress after the
-		// call's result: keep routing it for a moment.
+		in.mu.Lock()
+		drained := route.drained
+		in.mu.Unlock()
+		if drained != nil {
+			t := time.NewTimer(progressDrain)
+			select {
+			case <-drained:
+			case <-t.C: // a notification the SDK refused never reaches progressed
+			}
+			t.Stop()
+		}
+		// Progress the upstream sends after its result still goes to the
+		// caller for a moment.
 		time.AfterFunc(progressGrace, func() {
 			in.mu.Lock()
 			delete(in.progress, ours)

@@ -7,10 +7,12 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fly-dev/fly/internal/logkey"
@@ -103,8 +105,14 @@ func (in *instance) progressed(ctx context.Context, req *mcp.ProgressNotificatio
 	tok := fmt.Sprint(req.Params.ProgressToken)
 	in.mu.Lock()
 	r, ok := in.progress[tok]
-	s := in.users[r.session]
+	var s Session
+	if ok {
+		s = in.users[r.session]
+	}
 	in.mu.Unlock()
+	if ok {
+		defer in.passedOn(r)
+	}
 	if !ok || s == nil || (s.MCP() == nil && r.to == nil) {
 		in.m.log.Debug("upstream progress for no live call", "upstream", in.srv.Name, "token", tok)
 		return
@@ -118,6 +126,69 @@ func (in *instance) progressed(ctx context.Context, req *mcp.ProgressNotificatio
 	if err := to.NotifyProgress(nctx, &p); err != nil {
 		in.m.log.Debug("progress not delivered", "upstream", in.srv.Name, "session", s.ID(), logkey.Error, err)
 	}
+}
+
+// progressRead counts a progress notification the go-sdk has just read
+// from the upstream, before its handler passes it on (see withProgress).
+func (in *instance) progressRead(params json.RawMessage) {
+	var p struct {
+		ProgressToken any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return // the SDK refuses it too: progressed never sees it
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if r := in.progress[fmt.Sprint(p.ProgressToken)]; r != nil {
+		if r.pending == 0 {
+			r.drained = make(chan struct{})
+		}
+		r.pending++
+	}
+}
+
+// passedOn uncounts a progress notification of r once progressed is done
+// with it.
+func (in *instance) passedOn(r *progressRoute) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if r.pending == 0 {
+		return
+	}
+	if r.pending--; r.pending == 0 {
+		close(r.drained)
+		r.drained = nil
+	}
+}
+
+// countingTransport is the upstream's transport, with its connection's
+// progress notifications counted as they are read.
+type countingTransport struct {
+	mcp.Transport
+	in *instance
+}
+
+func (t countingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, t.in}, nil
+}
+
+// countingConn sees every message the go-sdk reads from the upstream, in
+// order, on the SDK's one reading goroutine.
+type countingConn struct {
+	mcp.Connection
+	in *instance
+}
+
+func (c countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() && r.Method == "notifications/progress" {
+		c.in.progressRead(r.Params)
+	}
+	return msg, err
 }
 
 // toUsers sends one notification to every sharing session.

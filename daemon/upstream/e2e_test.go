@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,55 @@ type upClient struct {
 	progress chan *mcp.ProgressNotificationParams
 	logs     chan string
 	tools    chan struct{}
+	read     *readOrder
+}
+
+// readOrder records, in the order the client read them, the progress
+// notifications ("p") and responses ("r") that reached it: the go-sdk
+// hands notifications to their handler on a goroutine of their own, so
+// only its reads say which came first.
+type readOrder struct {
+	mcp.Transport
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *readOrder) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := o.Transport.Connect(ctx)
+	return orderConn{c, o}, err
+}
+
+// take returns what was read since the last take.
+func (o *readOrder) take() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := strings.Join(o.seen, "")
+	o.seen = nil
+	return s
+}
+
+type orderConn struct {
+	mcp.Connection
+	o *readOrder
+}
+
+func (c orderConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	var mark string
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.Method == "notifications/progress" {
+			mark = "p"
+		}
+	case *jsonrpc.Response:
+		mark = "r"
+	}
+	if mark != "" {
+		c.o.mu.Lock()
+		c.o.seen = append(c.o.seen, mark)
+		c.o.mu.Unlock()
+	}
+	return msg, err
 }
 
 func (u *upEnv) connect(t *testing.T, name, ws string, args ...string) *upClient {
@@ -108,7 +158,8 @@ func (u *upEnv) connectAt(t *testing.T, version, name, ws string, args ...string
 	cmd.Stderr = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	c.read = &readOrder{Transport: &mcp.CommandTransport{Command: cmd}}
+	cs, err := client.Connect(ctx, c.read, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", name, err)
 	}
@@ -364,6 +415,28 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 	st, err := getStatus(u.e)
 	if err != nil || len(st.Upstreams) != 1 || st.Upstreams[0].Restarts != 1 {
 		t.Fatalf("status after a crash = %+v, %v", st.Upstreams, err)
+	}
+}
+
+// TestUpstreamProgressBeforeResult: every progress notification the
+// upstream sends before a call's result reaches the client before that
+// result, as the upstream sent them, however fast they come.
+func TestUpstreamProgressBeforeResult(t *testing.T) {
+	t.Parallel() // its own flyd
+	u := startUpEnv(t, nil)
+	c := u.connect(t, "c", newWorkspace(t))
+	callText(t, c, "fake_echo", map[string]any{"text": "warm"})
+	const steps = 50
+	for i := range 5 {
+		c.read.take()
+		p := &mcp.CallToolParams{Name: "fake_slow", Arguments: map[string]any{"steps": steps, "burst": true}}
+		p.SetProgressToken(fmt.Sprint("burst-", i))
+		if _, err := c.cs.CallTool(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.read.take(), strings.Repeat("p", steps)+"r"; got != want {
+			t.Fatalf("call %d: the client read %q (p: progress, r: a response); want %d progress notifications, then the result", i, got, steps)
+		}
 	}
 }
 

@@ -75,7 +75,7 @@ type instance struct {
 	calls    map[uint64]callRec         // in-flight calls
 	fresh    chan struct{}              // open while lists the upstream said changed are re-read
 	said     map[string]bool            // kinds it said changed, not yet re-read
-	progress map[string]progressRoute   // our progress token → the caller's
+	progress map[string]*progressRoute  // our progress token → the caller's
 	idle     *time.Timer
 	roots    map[string]bool
 	legacy   bool // a start at 2026-07-28 failed: the next is in the handshake era (era.go)
@@ -90,7 +90,7 @@ func newInstance(m *Manager, srv mcpconfig.Server, k instKey, first Session) *in
 	in := &instance{m: m, srv: srv, key: k, root: first.Root(), env: env,
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 		users: map[string]Session{}, up: make(chan struct{}), ended: make(chan struct{}), state: stateStarting,
-		subs: map[string]map[string]bool{}, calls: map[uint64]callRec{}, progress: map[string]progressRoute{},
+		subs: map[string]map[string]bool{}, calls: map[uint64]callRec{}, progress: map[string]*progressRoute{},
 		roots: map[string]bool{first.Root(): true}}
 	in.ctx, in.cancel = context.WithCancel(context.Background())
 	if m.cfg.Cache != nil {

@@ -145,13 +145,13 @@ func (m *Manager) startRelay(in *instance, s Session, req ClientRequest, done fu
 	// A client that never comes back costs the call's timeout at most.
 	r.expiry = time.AfterFunc(in.srv.Timeout(), func() { m.dropRelay(r) })
 	m.wg.Go(func() { // owned by the manager: ends with the call, bounded by its timeout
-		defer done()
 		var res mcp.Result
 		err := in.callAsking(ctx, s, r.ask, func(ctx context.Context, cs *mcp.ClientSession) error {
 			var err error
 			res, err = send(ctx, cs)
 			return err
 		})
+		done() // the call's progress is passed on before its result
 		select {
 		case r.outcome <- callResult{res, err}:
 		default: // the call failed already (fail)

@@ -137,7 +137,7 @@ func (in *instance) initialize(client *mcp.Client, proc Process) (*mcp.ClientSes
 	in.mu.Unlock()
 	offer := in.offer()
 	ctx, cancel := context.WithTimeout(in.ctx, in.srv.Timeout())
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: maxUpstreamLine},
+	cs, err := client.Connect(ctx, countingTransport{&mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: maxUpstreamLine}, in},
 		&mcp.ClientSessionOptions{ProtocolVersion: offer})
 	cancel()
 	if err == nil {

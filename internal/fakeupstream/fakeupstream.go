@@ -80,7 +80,8 @@ type textArgs struct {
 }
 
 type stepsArgs struct {
-	Steps int `json:"steps"`
+	Steps int  `json:"steps"`
+	Burst bool `json:"burst,omitempty"` // every step's progress at once, then the answer
 }
 
 type textOut struct {
@@ -152,6 +153,9 @@ func Main(getenv func(string) string) int {
 		for i := range a.Steps {
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: float64(a.Steps), Message: "step " + strconv.Itoa(i+1)})
+			}
+			if a.Burst {
+				continue
 			}
 			select {
 			case <-ctx.Done():
