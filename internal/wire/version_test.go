@@ -50,13 +50,33 @@ func TestResolveBuild(t *testing.T) {
 }
 
 // TestVersionHeaderParses: whatever the build's version, the header
-// CheckPeer reads carries it and the protocol.
+// CheckPeer reads carries it, its commit and date, and the protocol.
 func TestVersionHeaderParses(t *testing.T) {
 	v, p, ok := ParseVersionHeader(VersionHeader())
-	if !ok || v != Version || p != Protocol {
+	if !ok || v != Version+buildMetadata(Version, Commit, Date) || p != Protocol {
 		t.Errorf("ParseVersionHeader(%q) = %q, %d, %v, want %q, %d, true", VersionHeader(), v, p, ok, Version, Protocol)
 	}
 	if Version == "" {
 		t.Error("Version is empty")
+	}
+}
+
+func TestBuildMetadata(t *testing.T) {
+	for _, c := range []struct{ version, commit, date, want string }{
+		{"1.2.3", "0123456789abcdef0123", "2026-11-27T10:00:00+01:00", "+0123456789ab.20261127T090000Z"},
+		{"1.2.3", "abc", "", "+abc"},
+		{"1.2.3", "", "2026-11-27T10:00:00Z", "+20261127T100000Z"},
+		{"1.2.3", "", "", ""},
+		{"1.2.3+local", "abc", "2026-11-27T10:00:00Z", ""}, // the release's own metadata stays alone
+		{"1.2.3", "ab c/../\x1b", "not a date", "+abc"}, // only what semver allows
+	} {
+		got := buildMetadata(c.version, c.commit, c.date)
+		if got != c.want {
+			t.Errorf("buildMetadata(%q, %q, %q) = %q, want %q", c.version, c.commit, c.date, got, c.want)
+		}
+		header := c.version + got + " protocol=1"
+		if v, p, ok := ParseVersionHeader(header); !ok || v != c.version+got || p != 1 {
+			t.Errorf("ParseVersionHeader(%q) = %q, %d, %v", header, v, p, ok)
+		}
 	}
 }

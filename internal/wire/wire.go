@@ -95,7 +95,8 @@ const Subprotocol = "mcp"
 
 // Header names.
 const (
-	// HeaderVersion carries "VERSION protocol=N" on every reply and request.
+	// HeaderVersion carries "VERSION protocol=N" on every reply and
+	// request; VERSION has the build's commit and date (see VersionHeader).
 	HeaderVersion = "X-Fly-Version"
 	// HeaderWorkspace is the URL-query-escaped absolute workspace root the
 	// shim wants its session bound to.
@@ -135,9 +136,43 @@ var ToolchainEnv = []string{
 // MaxEnvVars bounds the variables DecodeEnv keeps.
 const MaxEnvVars = 4096
 
-// VersionHeader is the value of HeaderVersion for this build.
+// VersionHeader is the value of HeaderVersion for this build: its
+// release, with its commit and date as semantic versioning's build
+// metadata when known ("1.2.3+0123456789ab.20261127T100000Z protocol=1"),
+// which every flyctl's ParseVersionHeader reads as it always did and
+// version comparisons ignore.
 func VersionHeader() string {
-	return Version + " protocol=" + strconv.Itoa(Protocol)
+	return Version + buildMetadata(Version, Commit, Date) + " protocol=" + strconv.Itoa(Protocol)
+}
+
+// buildMetadata is "+COMMIT.DATE" for a release without metadata of its
+// own: the commit's first 12 digits and its time in UTC, compact, each
+// when known; "" when neither is.
+func buildMetadata(version, commit, date string) string {
+	if strings.Contains(version, "+") {
+		return ""
+	}
+	var ids []string
+	if c := identifier(commit); c != "" {
+		ids = append(ids, c[:min(len(c), 12)])
+	}
+	if t, err := time.Parse(time.RFC3339, date); err == nil {
+		ids = append(ids, t.UTC().Format("20060102T150405Z"))
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return "+" + strings.Join(ids, ".")
+}
+
+// identifier keeps what a build metadata identifier may hold.
+func identifier(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 // EncodeEnv encodes an environment, as os.Environ gives it, for
