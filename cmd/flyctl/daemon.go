@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/internal/localclient"
+	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/spf13/pflag"
 )
@@ -69,7 +70,25 @@ func cmdDaemonStop(ctx context.Context, c *call, o *daemonStopOptions) error {
 	if o.runs {
 		what = fmt.Sprintf("stopped flyd (pid %d) and its runs", pid)
 	}
-	return c.report(o.json, true, pid, what+"; an editor's flyctl mcp starts it again when it connects")
+	again := "; an editor's flyctl mcp starts it again when it connects"
+	if c.serviceInstalled() {
+		again += ", and the login service at your next login"
+	}
+	return c.report(o.json, true, pid, what+again)
+}
+
+// serviceInstalled says whether the login service runs flyd for these
+// paths: it serves the default ones only.
+func (c *call) serviceInstalled() bool {
+	if c.getenv(paths.EnvSocket) != "" || c.getenv(paths.EnvStateDir) != "" {
+		return false
+	}
+	p, err := c.svc().platform()
+	if err != nil {
+		return false
+	}
+	ok, _ := c.svc().unitExists(p)
+	return ok
 }
 
 // report prints daemon stop's outcome: text, or JSON.

@@ -240,7 +240,7 @@ func (c *serviceCmd) config(p servicePlatform, spec unitSpec, unit string) *serv
 	}
 	if p.goos == "darwin" {
 		opts["RunAtLoad"] = true
-		opts["KeepAlive"] = true
+		opts["KeepAlive"] = true // kardianos's template only; ours restarts on failure alone
 	}
 	return &service.Config{
 		Name:        p.name,

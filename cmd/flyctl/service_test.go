@@ -230,7 +230,7 @@ func TestServiceDryRun(t *testing.T) {
 					"<key>PATH</key>\n\t\t<string>" + s.env["PATH"] + "</string>",
 					"<key>StandardOutPath</key>\n\t<string>" + logs + "</string>",
 					"<key>StandardErrorPath</key>\n\t<string>" + logs + "</string>",
-					"<key>RunAtLoad</key>\n\t<true/>", "<key>KeepAlive</key>\n\t<true/>",
+					"<key>RunAtLoad</key>\n\t<true/>", "<key>KeepAlive</key>\n\t<dict>\n\t\t<key>SuccessfulExit</key>\n\t\t<false/>\n\t</dict>",
 				}
 			}
 			for _, w := range want {

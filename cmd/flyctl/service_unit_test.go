@@ -68,7 +68,7 @@ func TestServiceRender(t *testing.T) {
 				"<key>EnvironmentVariables</key>\n\t<dict>\n\t\t<key>PATH</key>\n\t\t<string>" + strings.TrimPrefix(path, "PATH=") + "</string>\n",
 				"<key>FLUTTER_ROOT</key>\n\t\t<string>/home/dev/flutter</string>",
 				"<key>RunAtLoad</key>\n\t<true/>",
-				"<key>KeepAlive</key>\n\t<true/>",
+				"<key>KeepAlive</key>\n\t<dict>\n\t\t<key>SuccessfulExit</key>\n\t\t<false/>\n\t</dict>",
 				"<key>AbandonProcessGroup</key>\n\t<true/>",
 				"<key>StandardOutPath</key>\n\t<string>/home/dev/Library/Logs/fly/flyd.log</string>",
 				"<key>StandardErrorPath</key>\n\t<string>/home/dev/Library/Logs/fly/flyd.log</string>",

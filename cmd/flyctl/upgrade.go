@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fly-dev/fly/internal/paths"
 	"github.com/fly-dev/fly/internal/wire"
 )
 
@@ -51,19 +50,13 @@ func (c *call) noticeOlderFlyd(header string) {
 // with this version's: restart the service that runs it, else stop it so
 // that the next flyctl mcp starts the new one.
 func (c *call) restartAdvice(pid int) string {
-	if c.getenv(paths.EnvSocket) == "" && c.getenv(paths.EnvStateDir) == "" {
-		// The service serves the default paths only.
-		svc := c.svc()
-		if p, err := svc.platform(); err == nil {
-			if ok, _ := svc.unitExists(p); ok {
-				return "restart it with: flyctl service restart (the runs it owns stop)"
-			}
-		}
+	if c.serviceInstalled() {
+		return "restart it with: flyctl service restart (its flutter runs go on)"
 	}
 	if pid > 0 {
-		return fmt.Sprintf("stop it (%s; the runs it owns stop too), and the next flyctl mcp starts the new one", killHint(pid))
+		return fmt.Sprintf("stop it (%s; its flutter runs go on), and the next flyctl mcp starts the new one", killHint(pid))
 	}
-	return "stop it (flyctl status shows its pid; the runs it owns stop too), and the next flyctl mcp starts the new one"
+	return "stop it (flyctl status shows its pid; its flutter runs go on), and the next flyctl mcp starts the new one"
 }
 
 // compareVersions compares two releases, "1.2.3", "v1.2.3" or

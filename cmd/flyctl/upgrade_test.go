@@ -107,7 +107,7 @@ func TestNoticeOlderFlyd(t *testing.T) {
 			lc.CloseIdleConnections()
 		}
 		got := stderr.String()
-		want := "flyctl: flyd 0.0.1 is running, older than this flyctl " + wire.Version + ": stop it (" + killHint(4242) + "; the runs it owns stop too), and the next flyctl mcp starts the new one\n"
+		want := "flyctl: flyd 0.0.1 is running, older than this flyctl " + wire.Version + ": stop it (" + killHint(4242) + "; its flutter runs go on), and the next flyctl mcp starts the new one\n"
 		switch {
 		case tc.notice && got != want:
 			t.Errorf("flyd %s: stderr =\n%q\nwant once\n%q", tc.version, got, want)
