@@ -111,6 +111,9 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		"first_seq": page.First, "last_seq": page.Last, "entries": len(page.Entries), "next_since": page.Next,
 		"total": total, "start": start, "length": end - start, "state": string(rec.State),
 	}
+	if !rec.State.Live() {
+		meta["ended"] = endLine(r, time.Now()) // what became of it, as the read tools say
+	}
 	if stored, ok := r.StoredSeq(); ok {
 		meta["stored_seq"] = stored // what is on disk: survives a crash of flyd
 	}
@@ -120,27 +123,40 @@ func (s *Server) readLog(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	}, nil
 }
 
-// logResources lists the logs of the runs of root, newest first, and the
-// errors of its live flutter runs; with none live, those of its most
-// recent run or attached app, which the read tools fall back to.
+// logResources lists the logs of the runs and builds of root, newest
+// first, and the errors of its live flutter runs; with none live, those
+// of its most recent run or attached app, which the read tools fall back
+// to, whose entries start by saying what became of it. One-shot SDK
+// commands (devices, doctor) are left out, as runs_list leaves them: their
+// logs are read by URI.
 func (s *Server) logResources(root string) []*mcp.Resource {
 	recs, err := s.runs.List(root)
 	if err != nil {
 		s.log.Warn("list runs", logErr, err)
 		return nil
 	}
-	recent := "" // the run whose errors are listed though it ended
+	recent, fate := "", "" // the run whose errors are listed though it ended, and its end
 	if rec, ok := mostRecentOf(recs); ok && !rec.State.Live() {
 		recent = rec.ID
+		if r, err := s.runs.Get(rec.ID); err == nil {
+			fate = endLine(r, time.Now()) + ". "
+		}
 	}
 	out := make([]*mcp.Resource, 0, len(recs))
 	for _, rec := range recs {
+		if rec.Kind == store.KindTool {
+			continue
+		}
+		said := ""
+		if rec.ID == recent {
+			said = fate
+		}
 		out = append(out, &mcp.Resource{
 			URI:         runs.LogURI(rec.Kind, rec.ID),
 			Name:        "log-" + rec.ID,
 			Title:       fmt.Sprintf("%s log: %s (%s)", rec.Kind, strings.Join(rec.Argv, " "), rec.State),
 			MIMEType:    "text/plain",
-			Description: "One line per entry: seq, time, stream (stdout, stderr, event or fly), text. Query: ?since=SEQ, ?tail=N, ?start=&length=.",
+			Description: said + "One line per entry: seq, time, stream (stdout, stderr, event or fly), text. Query: ?since=SEQ, ?tail=N, ?start=&length=.",
 			Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
 		})
 		if (rec.Kind == store.KindRun && rec.State.Live()) || rec.ID == recent { // a finished run keeps its counts, not its list
@@ -149,7 +165,7 @@ func (s *Server) logResources(root string) []*mcp.Resource {
 				Name:        "errors-" + rec.ID,
 				Title:       fmt.Sprintf("errors of %s %s (%s)", kindNoun(rec.Kind), rec.ID, rec.State),
 				MIMEType:    "text/plain",
-				Description: "The app's framework errors since its last reload, one line each with a count and the error-causing widget's location, newest first.",
+				Description: said + "The app's framework errors since its last reload, one line each with a count and the error-causing widget's location, newest first.",
 				Annotations: &mcp.Annotations{LastModified: rec.StartedAt.UTC().Format(time.RFC3339)},
 			})
 		}

@@ -3,11 +3,13 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/runs"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,6 +72,27 @@ func TestLastRunIsTheDefault(t *testing.T) {
 			t.Errorf("%s without run_id after a crash = %v %q, want the crash and the next step", tool, res.IsError, text)
 		}
 	}
+	// The resources list the crashed run's log and errors, saying what
+	// became of it; reading its log says so too.
+	list, err := cs.ListResources(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := map[string]string{}
+	for _, res := range list.Resources {
+		said[res.URI] = res.Description
+	}
+	line := regexp.MustCompile(`^run ` + r.ID() + ` crashed (just now|\ds ago): exit 255, "Lost connection to device\."\. `)
+	for _, uri := range []string{runs.LogURI(store.KindRun, r.ID()), runs.ErrorsURI(r.ID())} {
+		if d, ok := said[uri]; !ok || !line.MatchString(d) {
+			t.Errorf("resources/list: %s listed %v with %q, want it said the run crashed", uri, ok, d)
+		}
+	}
+	read, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: runs.LogURI(store.KindRun, r.ID())})
+	if err != nil || !crashed.MatchString(fmt.Sprint(read.Meta["ended"])+"\n") {
+		t.Errorf("reading the crashed run's log: _meta.ended = %v, %v", read.Meta["ended"], err)
+	}
+
 	// Named, it answers the same.
 	if res, text := call(t, cs, "flutter_hot_reload", map[string]any{"run_id": r.ID()}, nil); !res.IsError ||
 		!strings.HasPrefix(text, "run "+r.ID()+" crashed ") || !strings.Contains(text, "start it again with flutter_run") {

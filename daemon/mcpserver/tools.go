@@ -241,7 +241,7 @@ type BuildResult struct {
 	State        string   `json:"state"`
 	ArtifactPath string   `json:"artifact_path,omitempty"`
 	LogURI       string   `json:"log_uri"`
-	LogTail      []string `json:"log_tail,omitempty"`
+	LogTail      []string `json:"log_tail,omitempty"` // a failed build's last lines, as failureText filters them
 }
 
 func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParams) (*mcp.CallToolResult, BuildResult, error) {
@@ -284,8 +284,8 @@ func (t tools) build(ctx context.Context, req *mcp.CallToolRequest, p buildParam
 		}
 		return textResult(text + "; its log: " + res.LogURI), res, nil
 	}
-	for _, e := range r.Ring().Tail(30) {
-		res.LogTail = append(res.LogTail, safetext.Line(e.Text))
+	for _, l := range r.OutputTail(30) {
+		res.LogTail = append(res.LogTail, safetext.Line(l))
 	}
 	text, _ := failureText(r, "flutter build "+sub, "")
 	if ctx.Err() != nil {

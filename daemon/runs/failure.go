@@ -2,6 +2,7 @@ package runs
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/fly-dev/fly/logring"
@@ -86,6 +87,22 @@ func (r *Run) outputLines() []outputLine {
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
+	return out
+}
+
+// OutputTail returns the last n lines flutter printed (stdout and
+// stderr), oldest first, without its --machine JSON, stack traces and
+// flutter_tools' own lines, which stay in the log.
+func (r *Run) OutputTail(n int) []string { return outputTail(r.outputLines(), n) }
+
+func outputTail(lines []outputLine, n int) []string {
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if !noise(lines[i].text) {
+			out = append(out, lines[i].text)
+		}
+	}
+	slices.Reverse(out)
 	return out
 }
 

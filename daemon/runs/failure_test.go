@@ -72,6 +72,23 @@ func TestProblems(t *testing.T) {
 	}
 }
 
+// TestOutputTail: a failed build's log_tail is what flutter printed on
+// both streams, without machine JSON, stack frames or flutter_tools' own
+// lines, the newest n.
+func TestOutputTail(t *testing.T) {
+	in := join(lines(logring.Stdout, `Running Gradle task 'assembleRelease'...`),
+		lines(logring.Stdout, `[{"event":"app.progress","params":{"appId":"x"}}]`),
+		lines(logring.Stderr, "FAILURE: Build failed with an exception.\n#0      throwToolExit (package:flutter_tools/src/base/common.dart:10:3)\n<asynchronous suspension>\n\nBUILD FAILED in 2s"),
+		lines(logring.Stdout, "Gradle task assembleRelease failed with exit code 1"))
+	want := []string{"FAILURE: Build failed with an exception.", "BUILD FAILED in 2s", "Gradle task assembleRelease failed with exit code 1"}
+	if got := outputTail(in, 3); !reflect.DeepEqual(got, want) {
+		t.Errorf("outputTail(3) = %q, want %q", got, want)
+	}
+	if got := outputTail(in, 100); len(got) != 4 || got[0] != "Running Gradle task 'assembleRelease'..." {
+		t.Errorf("outputTail(100) = %q, want every line flutter printed for people", got)
+	}
+}
+
 func TestLastError(t *testing.T) {
 	tests := []struct {
 		name string
