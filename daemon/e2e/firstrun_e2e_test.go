@@ -18,7 +18,7 @@ import (
 // through the real shim, an agent lists the tools, reads the project's
 // pubspec.yaml, starts the app with the fake flutter (a flutter.bat on
 // Windows), reloads it, reads its log and stops it; then nothing the run
-// started is left, its grandchild included.
+// started is left, its grandchild and its holder included.
 func TestFirstSessionEndToEnd(t *testing.T) {
 	t.Parallel() // its own flyd
 	e := flytest.NewEnv(t)
@@ -68,9 +68,14 @@ func TestFirstSessionEndToEnd(t *testing.T) {
 		t.Fatalf("runs_list = %+v; want run %s with a live process, and its grandchild %d alive", listed.Runs, run.RunID, grandchild)
 	}
 
+	held := heldState(t, e, run.RunID).Holder.PID // the process that keeps the run across flyd's restarts
+	if !alive(held) {
+		t.Fatalf("the run's holder (pid %d) is not running", held)
+	}
+
 	var stopped mcpserver.StopResult
 	if res := callToolWith(t, cs, &mcp.CallToolParams{Name: "flutter_stop", Arguments: map[string]any{"run_id": run.RunID}}, &stopped); res.IsError || stopped.State == "running" {
 		t.Fatalf("flutter_stop = %+v: %s", stopped, toolText(res))
 	}
-	waitGone(t, "the stopped run's processes", ri.PID, grandchild)
+	waitGone(t, "the stopped run's processes, its holder included", ri.PID, grandchild, held)
 }

@@ -85,3 +85,55 @@ func TestPeerListener(t *testing.T) {
 		t.Errorf("Open(an endpoint in use) = %v, want ErrAlreadyRunning", err)
 	}
 }
+
+// TestPeerOfOtherUserRefused: a connection whose peer is not flyd's user
+// never reaches HTTP: the listener closes it and hands the peer, as the
+// endpoint read it (pid, token, SID on Windows; the socket's credentials
+// on Unix), to Refuse, which flyd logs. Here flyd's user is made someone
+// else, so that this process's own connection is the stranger's.
+func TestPeerOfOtherUserRefused(t *testing.T) {
+	dir, err := os.MkdirTemp("", "fly") // short: a socket path has a limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p, err := flypaths.Resolve(func(k string) string {
+		return map[string]string{flypaths.EnvSocket: filepath.Join(dir, "run", "flyd.sock"), flypaths.EnvStateDir: dir}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, release, err := Open(p.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	type refusal struct {
+		peer Peer
+		err  error
+	}
+	refused := make(chan refusal, 4)
+	pl := &PeerListener{Listener: ln, User: someoneElse(), Refuse: func(p Peer, err error) { refused <- refusal{p, err} }}
+	served := make(chan struct{}, 1)
+	hs := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served <- struct{}{} })}
+	go hs.Serve(pl) // stopped by hs.Close below
+	t.Cleanup(func() { hs.Close() })
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, p.Socket) }}}
+	if resp, err := c.Get("http://flyd/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("a peer of another user got an answer: %s", resp.Status)
+	}
+	select {
+	case r := <-refused:
+		if r.err != nil || r.peer.User != owner.Current() {
+			t.Errorf("refused peer = %+v, %v; want this process's user, read without error", r.peer, r.err)
+		}
+	case <-served:
+		t.Fatal("a peer of another user reached HTTP")
+	}
+	select {
+	case <-served:
+		t.Fatal("a peer of another user reached HTTP")
+	default:
+	}
+}

@@ -59,6 +59,61 @@ func TestPipeOwnedByUser(t *testing.T) {
 	}
 }
 
+// The pipe Listen makes grants this user alone: its access list is
+// protected from inheritance, denies network logons and allows no one
+// but the user. Wine keeps what the security descriptor says, though it
+// does not enforce it; only real Windows enforces it.
+func TestPipeDACL(t *testing.T) {
+	name := endpoint(t)
+	ln, err := Listen(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := Dial(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sd, err := windows.GetSecurityInfo(c.(*pipeConn).h, windows.SE_KERNEL_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, _, err := sd.Control()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if control&windows.SE_DACL_PROTECTED == 0 {
+		t.Errorf("the pipe's access list is not protected: %s", sd)
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil || dacl == nil {
+		t.Fatalf("the pipe has no access list (%v): anyone may open it", err)
+	}
+	deniesNetwork, allowsUser := false, false
+	for i := range uint32(dacl.AceCount) {
+		var ace *windows.ACCESS_ALLOWED_ACE
+		if err := windows.GetAce(dacl, i, &ace); err != nil {
+			t.Fatal(err)
+		}
+		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart)).String()
+		switch ace.Header.AceType {
+		case windows.ACCESS_DENIED_ACE_TYPE:
+			deniesNetwork = deniesNetwork || sid == "S-1-5-2"
+		case windows.ACCESS_ALLOWED_ACE_TYPE:
+			if owner.SID(sid) != owner.Current() {
+				t.Errorf("the pipe's access list allows %s too: %s", sid, sd)
+			}
+			allowsUser = true
+		default:
+			t.Errorf("the pipe's access list has an entry of type %d: %s", ace.Header.AceType, sd)
+		}
+	}
+	if !deniesNetwork || !allowsUser {
+		t.Errorf("the pipe's access list = %s; want network logons denied and this user (%s) allowed", sd, owner.Current())
+	}
+}
+
 // A pipe another user made under flyd's name is refused before anything
 // is sent, whatever process now serves it: its owner is not this user.
 func TestDialRefusesPipeOfAnotherOwner(t *testing.T) {
