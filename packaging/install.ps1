@@ -64,6 +64,11 @@
 
     if ($env:FLY_INSTALL_BASE_URL) {
         $base = $env:FLY_INSTALL_BASE_URL.TrimEnd('/')
+        # The checksums come from the same place as the archive: only TLS,
+        # or this machine itself (a test serving dist/), may be trusted.
+        if ($base -notmatch '^(https://|http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/|$))') {
+            Fail "FLY_INSTALL_BASE_URL must be https:// (or a server on this machine): $base"
+        }
     } elseif ($env:FLY_VERSION) {
         $base = 'https://github.com/fly-dev/fly/releases/download/v' + $env:FLY_VERSION.TrimStart('v')
     } else {
@@ -117,7 +122,7 @@
 
         New-Item -ItemType Directory -Force -Path $dir | Out-Null
         $old = $null
-        if (Test-Path -LiteralPath (Join-Path $dir 'flyd.exe')) {
+        if (Test-Fly (Join-Path $dir 'flyd.exe') 'flyd') { # never run a program that is not fly's
             $ErrorActionPreference = 'Continue'
             try { $old = (& (Join-Path $dir 'flyd.exe') version 2>$null) -join '' } catch {}
             $ErrorActionPreference = 'Stop'

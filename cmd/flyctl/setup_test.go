@@ -502,9 +502,12 @@ func TestSetupKeepsOthers(t *testing.T) {
 }
 
 // TestSetupWithoutCLIs: with no client command on PATH, setup edits each
-// client's file itself, and a second run finds them current.
+// client's file itself, and a second run finds them current. fly.io's
+// flyctl first on PATH changes nothing but a note: the clients get this
+// flyctl's own path, and the rival is never run.
 func TestSetupWithoutCLIs(t *testing.T) {
 	e := newSetupEnv(t)
+	e.withRival(t)
 	e.write(t, ".claude.json", claudeCodeBefore)
 	e.write(t, ".codex/config.toml", codexBefore)
 	e.write(t, ".gemini/settings.json", "{\n  // Gemini keeps comments\n  \"theme\": \"Dracula\"\n}\n")
@@ -519,6 +522,9 @@ func TestSetupWithoutCLIs(t *testing.T) {
 	}
 	if log := fakeLog(t, e.log); log != nil {
 		t.Errorf("setup ran %q with no client command on PATH", log)
+	}
+	if want := "note: PATH finds " + filepath.Join(e.rival, "flyctl"); !strings.Contains(out, want) {
+		t.Errorf("setup with fly.io's flyctl first on PATH does not say so (%q):\n%s", want, out)
 	}
 	wantCodex := codexBefore + "\n[mcp_servers.fly]\ncommand = " + tomlString(e.self) + "\nargs = [\"mcp\"]\n"
 	if got := e.read(t, ".codex/config.toml"); got != wantCodex {
