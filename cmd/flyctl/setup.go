@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,7 +80,7 @@ type setupOptions struct {
 func (o *setupOptions) flags(fs *pflag.FlagSet) {
 	fs.SortFlags = false
 	fs.StringArrayVar(&o.clients, "client", nil, "only this `CLIENT` (repeatable): "+userClientNames())
-	fs.StringVar(&o.workspace, "workspace", "", "the project `DIR` Claude Desktop's fly serves")
+	fs.StringVar(&o.workspace, "workspace", "", "the project `DIR` Claude Desktop's fly serves (default: the Flutter project of the current directory, if any)")
 	fs.BoolVarP(&o.yes, "yes", "y", false, "answer yes to what setup offers (sharing dart mcp-server)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "show what setup would do; change nothing")
 	fs.BoolVar(&o.noService, "no-service", false, "leave the login service alone")
@@ -142,6 +144,10 @@ func cmdSetup(ctx context.Context, c *call, o *setupOptions) error {
 			return usagef("setup: --workspace: %v", err)
 		}
 	}
+	here := ""
+	if dir == "" {
+		here = currentProject(userHome(c.getenv))
+	}
 	h := c.machine()
 	self, err := selfExecutable(h)
 	if err != nil {
@@ -160,7 +166,7 @@ func cmdSetup(ctx context.Context, c *call, o *setupOptions) error {
 	var withFly []*clientState
 	for _, uc := range clients {
 		st := uc.inspect(c.getenv)
-		if setupClient(ctx, c, h, r, st, self, dir, o.dryRun) {
+		if setupClient(ctx, c, h, r, st, self, dir, here, o.dryRun) {
 			withFly = append(withFly, st)
 		}
 	}
@@ -200,7 +206,7 @@ func cmdSetup(ctx context.Context, c *call, o *setupOptions) error {
 
 // setupClient registers fly in one client, and reports whether the client
 // has it afterwards (or would, in a dry run).
-func setupClient(ctx context.Context, c *call, h *host, r *report, st *clientState, self, dir string, dryRun bool) bool {
+func setupClient(ctx context.Context, c *call, h *host, r *report, st *clientState, self, dir, here string, dryRun bool) bool {
 	uc := st.uc
 	switch {
 	case !st.present:
@@ -220,13 +226,17 @@ func setupClient(ctx context.Context, c *call, h *host, r *report, st *clientSta
 		}
 		opts = &o
 	}
-	wsDir := dir
+	wsDir, guessed := dir, false
 	if uc.needsWorkspace && wsDir == "" {
-		if opts == nil || opts.workspace == "" {
-			r.line(uc.name, "skipped", uc.title+" has no project: flyctl setup --client "+uc.name+" --workspace DIR sets fly up for one")
+		switch {
+		case opts != nil && opts.workspace != "":
+			wsDir = opts.workspace // keep the project it serves
+		case here != "":
+			wsDir, guessed = here, true
+		default:
+			r.line(uc.name, "skipped", uc.title+" has no project: run flyctl setup in a Flutter project, or flyctl setup --client "+uc.name+" --workspace DIR, to set fly up for one")
 			return false
 		}
-		wsDir = opts.workspace // keep the project it serves
 	}
 	want, err := uc.want(self, wsDir, opts, c.getenv)
 	if err != nil {
@@ -240,6 +250,10 @@ func setupClient(ctx context.Context, c *call, h *host, r *report, st *clientSta
 	done, would := "added", "would add"
 	if hasFly {
 		done, would = "updated", "would update"
+	}
+	if guessed {
+		done += " for " + wsDir + " (this directory's project; --workspace DIR names another)"
+		would += " for " + wsDir + " (this directory's project; --workspace DIR names another)"
 	}
 	if dryRun {
 		how := "edit " + st.file
@@ -259,6 +273,28 @@ func setupClient(ctx context.Context, c *call, h *host, r *report, st *clientSta
 	r.did(uc.name, done, would, how)
 	r.next = append(r.next, uc.title+": "+uc.after)
 	return true
+}
+
+// currentProject is the Flutter project the current directory is in, for
+// a client that has no project of its own (Claude Desktop): the nearest
+// directory with a pubspec.yaml, as flyctl mcp finds it; "" outside one,
+// or where a session could not be bound (home, /).
+func currentProject(home string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	if wd, err = filepath.EvalSymlinks(wd); err != nil {
+		return ""
+	}
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	root := paths.ProjectRoot(wd, home)
+	if _, err := os.Stat(filepath.Join(root, "pubspec.yaml")); err != nil || paths.CheckRoot(root, home) != nil {
+		return ""
+	}
+	return root
 }
 
 // dartServer reports whether s runs dart mcp-server.

@@ -501,6 +501,45 @@ func TestSetupKeepsOthers(t *testing.T) {
 	}
 }
 
+// TestSetupClaudeDesktopHere: Claude Desktop has no project of its own;
+// setup run in a Flutter project gives it that one, says so, and a later
+// run elsewhere keeps it. Outside a project it is skipped, saying how.
+func TestSetupClaudeDesktopHere(t *testing.T) {
+	e := newSetupEnv(t)
+	desktop, err := claudeDesktopConfig(e.getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(e.home, desktop)
+	e.write(t, filepath.ToSlash(rel), claudeDesktopBefore)
+	proj := filepath.Join(e.dir, "app")
+	e.write(t, "../app/pubspec.yaml", "name: app\n")
+	e.write(t, "../app/lib/main.dart", "void main() {}\n")
+	if real, err := filepath.EvalSymlinks(proj); err == nil {
+		proj = real
+	}
+	t.Chdir(filepath.Join(proj, "lib")) // as a user in their project would be
+	out, errs, code := e.run(t, "", "setup", "--client", "claude", "--no-service")
+	if code != 0 || !strings.Contains(out, "claude       added for "+proj+" (this directory's project") {
+		t.Fatalf("setup --client claude in a project exits %d:\n%s%s", code, out, errs)
+	}
+	cs, _ := pickClients("test", []string{"claude"})
+	if s := cs[0].inspect(e.getenv).servers["fly"]; !slices.Equal(s.Args, []string{"mcp", "--workspace", proj}) {
+		t.Errorf("Claude Desktop's fly = %+v, want it to serve %s", s, proj)
+	}
+	t.Chdir(e.dir)
+	if out, _, code := e.run(t, "", "setup", "--client", "claude", "--no-service"); code != 0 || !strings.Contains(out, "claude       ok") {
+		t.Errorf("setup --client claude outside the project: exit %d\n%s", code, out)
+	}
+
+	e2 := newSetupEnv(t)
+	e2.write(t, filepath.ToSlash(rel), claudeDesktopBefore)
+	if out, _, code := e2.run(t, "", "setup", "--client", "claude", "--no-service"); code != 0 ||
+		!strings.Contains(out, "claude       skipped") || !strings.Contains(out, "run flyctl setup in a Flutter project") {
+		t.Errorf("setup --client claude outside any project: exit %d\n%s", code, out)
+	}
+}
+
 // TestSetupWithoutCLIs: with no client command on PATH, setup edits each
 // client's file itself, and a second run finds them current. fly.io's
 // flyctl first on PATH changes nothing but a note: the clients get this

@@ -68,7 +68,7 @@ func TestBuildMetadata(t *testing.T) {
 		{"1.2.3", "", "2026-11-27T10:00:00Z", "+20261127T100000Z"},
 		{"1.2.3", "", "", ""},
 		{"1.2.3+local", "abc", "2026-11-27T10:00:00Z", ""}, // the release's own metadata stays alone
-		{"1.2.3", "ab c/../\x1b", "not a date", "+abc"}, // only what semver allows
+		{"1.2.3", "ab c/../\x1b", "not a date", "+abc"},    // only what semver allows
 	} {
 		got := buildMetadata(c.version, c.commit, c.date)
 		if got != c.want {
