@@ -274,7 +274,7 @@ func (s *Server) checkBatch(r *http.Request, h *httpSession) (string, int) {
 		return "", 0
 	}
 	v := negotiatedVersion(h.sess.ss.Load())
-	if v >= "2025-06-18" {
+	if v >= wire.BatchlessRevision {
 		return fmt.Sprintf("Bad Request: JSON-RPC batches are not part of MCP %s, which this session negotiated: send one message per request", v), http.StatusBadRequest
 	}
 	var batch []json.RawMessage

@@ -264,7 +264,7 @@ func (ws *workspaces) open(w *workspace) error {
 	go func() { // owned by ws: stopped by w.stop, waited for by close
 		defer ws.wg.Done()
 		if err := idx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			ws.log.Warn("workspace watch ended", "root", w.root, "error", err)
+			ws.log.Warn("workspace watch ended", "root", w.root, logErr, err)
 		}
 	}()
 	return nil

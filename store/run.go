@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // Kind says what started a run.
@@ -36,13 +38,13 @@ const (
 type State string
 
 const (
-	StateStarting    State = "starting"
-	StateRunning     State = "running"
-	StateStopped     State = "stopped"     // stopped by a client or by flyd's shutdown
-	StateExited      State = "exited"      // the process exited by itself
-	StateFailed      State = "failed"      // it could not start, or the build failed
-	StateCancelled   State = "cancelled"   // the call that waited for it was cancelled, so it was killed
-	StateInterrupted State = "interrupted" // flyd died while it was live; see MarkInterrupted
+	StateStarting    State = wire.RunStarting
+	StateRunning     State = wire.RunRunning
+	StateStopped     State = wire.RunStopped     // stopped by a client or by flyd's shutdown
+	StateExited      State = wire.RunExited      // the process exited by itself
+	StateFailed      State = wire.RunFailed      // it could not start, or the build failed
+	StateCancelled   State = wire.RunCancelled   // the call that waited for it was cancelled, so it was killed
+	StateInterrupted State = wire.RunInterrupted // flyd died while it was live; see MarkInterrupted
 )
 
 // Live reports whether a run in state s may still have a process.

@@ -129,7 +129,7 @@ func (o *configOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.flyctl, "flyctl", "", "the flyctl `PATH` the editor runs (default: flyctl on the editor's PATH; for claude, this flyctl's absolute path)")
 	fs.BoolVar(&o.write, "write", false, "merge the server into the editor's config file instead of printing it")
 	fs.BoolVar(&o.http, "http", false, "configure the URL form (MCP Streamable HTTP on flyd's loopback listener, with the token from $FLY_TOKEN) instead of flyctl mcp")
-	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools for this editor: presets (all, app), categories, names or globs (see flyctl mcp --help)")
+	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools for this editor: presets ("+presetNames()+"), categories, names or globs (see flyctl mcp --help)")
 	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out for this editor: names, categories or globs (repeatable)")
 	fs.BoolVar(&o.imp, "import", false, "move the editor's own stdio servers into flyd's upstreams.json, leaving flyctl mcp in their place (prints the plan; --write applies it, keeping a backup)")
 }

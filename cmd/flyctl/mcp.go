@@ -69,10 +69,22 @@ func (o *mcpOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.flyd, "flyd", "", "flyd binary to start when no daemon answers (default: flyd next to flyctl, else on PATH)")
 	fs.DurationVar(&o.startTimeout, "start-timeout", shim.DefaultStartTimeout, "how long to wait for a started flyd to answer")
 	fs.DurationVar(&o.reconnectTimeout, "reconnect-timeout", shim.DefaultReconnectTimeout, "how long to try to get a lost connection to flyd back (0: exit instead)")
-	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools: presets (all, app), categories, names or globs, comma-separated (default: all)")
+	fs.StringSliceVar(&o.tools, "tools", nil, "only these tools: presets ("+presetNames()+"), categories, names or globs, comma-separated (default: "+toolfilter.All+")")
 	fs.StringSliceVar(&o.disable, "disable", nil, "leave these tools out: names, categories or globs like dart_pub* (repeatable)")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "what the shim writes to stderr, from `LEVEL` on: debug, info, warn or error")
 	_ = fs.MarkHidden("flyd") // it is defined just above
+}
+
+// presetNames lists the presets a tool filter may name, for flag help:
+// "all, app".
+func presetNames() string {
+	var names []string
+	for _, g := range toolfilter.Groups() {
+		if g.Preset {
+			names = append(names, g.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // toolGroups lists the presets and categories a tool filter may name,

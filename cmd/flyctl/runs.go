@@ -25,7 +25,7 @@ type runInfo = wire.Run
 // runFailed reports whether an ended run counts as a failure for
 // --exit-status: it failed, was interrupted, or exited non-zero.
 func runFailed(state string, exitCode *int) bool {
-	return state == "failed" || state == "interrupted" || state == "cancelled" || (exitCode != nil && *exitCode != 0)
+	return state == wire.RunFailed || state == wire.RunInterrupted || state == wire.RunCancelled || (exitCode != nil && *exitCode != 0)
 }
 
 // outcome describes how a run ended (or that it has not): "exited (exit

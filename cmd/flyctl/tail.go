@@ -76,7 +76,7 @@ func (t *tailer) run(ctx context.Context) error {
 		t.last = max(t.last, end.LastSeq)
 	}
 	if !t.o.follow {
-		if t.o.exitStatus && end != nil && end.State != "starting" && end.State != "running" && runFailed(end.State, end.ExitCode) {
+		if t.o.exitStatus && end != nil && end.State != wire.RunStarting && end.State != wire.RunRunning && runFailed(end.State, end.ExitCode) {
 			return fmt.Errorf("run %s ended %s", t.runID, outcome(end.State, end.ExitCode, end.Error))
 		}
 		return nil

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 
@@ -21,18 +20,7 @@ func Dir(getenv func(string) string) string {
 	if d := getenv("DART_DATA_HOME"); d != "" {
 		return filepath.Join(d, "dtd")
 	}
-	home := getenv("HOME")
-	switch runtime.GOOS {
-	case "darwin":
-		return filepath.Join(home, "Library", "Application Support", "Dart", "dtd")
-	case "windows":
-		return filepath.Join(getenv("LOCALAPPDATA"), "Dart", "dtd")
-	}
-	state := getenv("XDG_STATE_HOME")
-	if state == "" {
-		state = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(state, "Dart", "dtd")
+	return filepath.Join(dartStateDir(getenv), "dtd")
 }
 
 // Info is one DTD's file.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fly-dev/fly/daemon/vmservice"
+	"github.com/fly-dev/fly/internal/logkey"
 	"github.com/fly-dev/fly/internal/owner"
 	"github.com/fsnotify/fsnotify"
 )
@@ -204,7 +205,7 @@ func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 				w.scanOne(ctx, filepath.Base(e.Name))
 			}
 		case err := <-fw.Errors:
-			w.cfg.Log.Debug("dtd directory watch", "error", err)
+			w.cfg.Log.Debug("dtd directory watch", logkey.Error, err)
 		case <-tick.C:
 			w.scan(ctx)
 		case <-w.rescan:
@@ -218,7 +219,7 @@ func (w *Watcher) run(ctx context.Context, fw *fsnotify.Watcher) {
 // past any number of other names (at most maxNames in all).
 func (w *Watcher) candidates() []string {
 	if err := private(w.cfg.Dir, w.user); err != nil {
-		w.cfg.Log.Warn("dtd directory refused", "error", err)
+		w.cfg.Log.Warn("dtd directory refused", logkey.Error, err)
 		return nil
 	}
 	d, err := os.Open(w.cfg.Dir)
@@ -277,7 +278,7 @@ func (w *Watcher) scanOne(ctx context.Context, name string) {
 func (w *Watcher) read(root *os.Root, name string) (Info, bool) {
 	in, err := Read(root, name, w.user)
 	if err != nil {
-		w.cfg.Log.Debug("dtd file ignored", "file", name, "error", err)
+		w.cfg.Log.Debug("dtd file ignored", "file", name, logkey.Error, err)
 		return Info{}, false
 	}
 	_, ok := w.cfg.Served(in.WorkspaceRoot)
@@ -345,7 +346,7 @@ func (w *Watcher) follow(ctx context.Context, in Info) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.cfg.Log.Debug("dtd connection ended", "uri", in.WSURI, "error", err)
+		w.cfg.Log.Debug("dtd connection ended", "uri", in.WSURI, logkey.Error, err)
 		w.setApps(in, nil)
 		select {
 		case <-ctx.Done():

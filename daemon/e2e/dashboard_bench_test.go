@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,9 +47,7 @@ func BenchmarkDashboardLog(b *testing.B) {
 		if err != nil || res.IsError {
 			b.Fatalf("flutter_run: %v %v", err, res)
 		}
-		var run struct {
-			RunID string `json:"run_id"`
-		}
+		var run mcpserver.RunResult
 		raw, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(raw, &run)
 		tok, _ := os.ReadFile(e.Paths.Token())

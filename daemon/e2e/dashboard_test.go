@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
@@ -71,9 +72,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("flutter_run: %v %v", err, res)
 	}
-	var run struct {
-		RunID string `json:"run_id"`
-	}
+	var run mcpserver.RunResult
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &run)
 	ideRun(t, e, root) // an app an IDE runs in the same workspace

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/daemon"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/fakeflutter"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
@@ -184,9 +185,7 @@ func TestStuckStreamStallsNobody(t *testing.T) {
 		return strings.Contains(toolText(res), "new_screen.dart")
 	})
 	start = time.Now()
-	var run struct {
-		RunID string `json:"run_id"`
-	}
+	var run mcpserver.RunResult
 	if res := callTool(t, runner, "flutter_run", map[string]any{"device": "linux"}, &run); res.IsError {
 		t.Fatalf("flutter_run on the other workspace: %s", toolText(res))
 	}

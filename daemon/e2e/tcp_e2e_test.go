@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/fly-dev/fly/daemon/mcpconn"
+	"github.com/fly-dev/fly/daemon/mcpserver"
 	"github.com/fly-dev/fly/internal/flytest"
 	"github.com/fly-dev/fly/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,9 +152,7 @@ func runOverStreamableHTTP(t *testing.T, n *notes) {
 		b, _ := json.Marshal(res)
 		t.Fatalf("flutter_run over HTTP: %v %s", err, b)
 	}
-	var run struct {
-		RunID string `json:"run_id"`
-	}
+	var run mcpserver.RunResult
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &run); err != nil || run.RunID == "" {
 		t.Fatalf("flutter_run result %s", b)

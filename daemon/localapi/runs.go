@@ -22,13 +22,7 @@ import (
 )
 
 // runsReply is the body of GET /v1/runs.
-type runsReply struct {
-	Runs []wire.Run `json:"runs"`
-	Apps []wire.App `json:"apps"` // found outside fly
-	// Projects names the project at each root of runs that has a
-	// pubspec.yaml with a name: what the dashboard calls a run's app.
-	Projects map[string]string `json:"projects"`
-}
+type runsReply = wire.RunsReply[wire.Run, wire.App]
 
 // list answers GET /v1/runs: the runs of every workspace (all=1 is the
 // default here), or of root=/abs, newest first.

@@ -138,7 +138,7 @@ func (q *Queued) stall(cause error) {
 	if !q.box.Fail(cause) {
 		return
 	}
-	q.log.Warn("session closed: its client does not read", "session", q.id, "error", cause)
+	q.log.Warn("session closed: its client does not read", "session", q.id, logkey.Error, cause)
 	if q.abort != nil {
 		q.abort()
 	}

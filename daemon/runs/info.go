@@ -13,7 +13,7 @@ func LogURI(kind store.Kind, id string) string {
 	case store.KindRun, store.KindApp, store.KindAttach:
 		return "logs://run/" + id
 	case store.KindUpstream:
-		return "logs://upstream/" + id
+		return wire.UpstreamLogURI(id)
 	}
 	return "logs://build/" + id
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fly-dev/fly/internal/fileuri"
 	"github.com/fly-dev/fly/internal/mcpconfig"
+	"github.com/fly-dev/fly/internal/wire"
 )
 
 // An instance and who shares it: its state, its sessions joining and
@@ -205,7 +206,7 @@ func (in *instance) status() Status {
 		if p := in.starting; p != nil && time.Since(in.attempt) > initSlow {
 			st.State = stateFailing
 			st.PID = p.PID()
-			st.LogURI = "logs://upstream/" + p.ID()
+			st.LogURI = wire.UpstreamLogURI(p.ID())
 			st.Error = fmt.Sprintf("no answer to initialize after %s (flyd gives up at %s and restarts it)", time.Since(in.attempt).Round(time.Second), in.srv.Timeout())
 			if tail := p.Tail(5); len(tail) > 0 {
 				st.Error += "; the last lines of its log:\n" + strings.Join(tail, "\n")
@@ -215,7 +216,7 @@ func (in *instance) status() Status {
 	if in.proc != nil && in.cs != nil {
 		st.Protocol = in.cs.InitializeResult().ProtocolVersion
 		st.PID = in.proc.PID()
-		st.LogURI = "logs://upstream/" + in.proc.ID()
+		st.LogURI = wire.UpstreamLogURI(in.proc.ID())
 		st.RSSBytes, _ = rss(st.PID) // unknown: left out of the status
 	}
 	return st

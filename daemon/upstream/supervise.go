@@ -220,7 +220,7 @@ func (in *instance) describe(p Process, err error) error {
 	}
 	msg := fmt.Sprintf("upstream %s (pid %d): %v", in.srv.Name, p.PID(), err)
 	if tail := p.Tail(10); len(tail) > 0 {
-		msg += "; the last lines of its log (logs://upstream/" + p.ID() + "):\n" + strings.Join(tail, "\n")
+		msg += "; the last lines of its log (" + wire.UpstreamLogURI(p.ID()) + "):\n" + strings.Join(tail, "\n")
 	}
 	return errors.New(msg)
 }

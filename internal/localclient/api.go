@@ -71,10 +71,7 @@ type RunList struct {
 
 // Runs lists flyd's runs and the apps found outside fly.
 func (c *Client) Runs(ctx context.Context) (*RunList, error) {
-	var reply struct {
-		Runs []json.RawMessage `json:"runs"`
-		Apps []json.RawMessage `json:"apps"`
-	}
+	var reply wire.RunsReply[json.RawMessage, json.RawMessage]
 	if err := c.call(ctx, http.MethodGet, wire.RouteRuns, nil, &reply); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,11 @@ import (
 
 // MCPRevisions are the MCP revisions flyd knows, oldest first: those it
 // serves and those an upstream's "protocol" may pin.
-var MCPRevisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", SessionlessRevision}
+var MCPRevisions = []string{"2024-11-05", "2025-03-26", BatchlessRevision, "2025-11-25", SessionlessRevision}
+
+// BatchlessRevision is the first MCP revision without JSON-RPC batches:
+// a session that negotiated it or later sends one message per request.
+const BatchlessRevision = "2025-06-18"
 
 // SessionlessRevision is the first MCP revision without the initialize
 // handshake and its session: each request says its revision and client
@@ -231,6 +235,18 @@ func CheckPeer(self, peer, header string) error {
 	return nil
 }
 
+// A run's states (Run.State, and the state of a log's end and exit
+// lines); the store keeps them under these names.
+const (
+	RunStarting    = "starting"
+	RunRunning     = "running"
+	RunStopped     = "stopped"     // stopped by a client or by flyd's shutdown
+	RunExited      = "exited"      // the process exited by itself
+	RunFailed      = "failed"      // it could not start, or the build failed
+	RunCancelled   = "cancelled"   // the call that waited for it was cancelled, so it was killed
+	RunInterrupted = "interrupted" // flyd died while it was live
+)
+
 // Run is a flutter run, build or one-shot command as flyd's HTTP API and
 // MCP tools report it. Fields may be added, never change meaning.
 type Run struct {
@@ -349,7 +365,7 @@ type Errors struct {
 }
 
 // Live reports whether the run has not ended yet.
-func (r Run) Live() bool { return r.State == "starting" || r.State == "running" }
+func (r Run) Live() bool { return r.State == RunStarting || r.State == RunRunning }
 
 // The NDJSON lines of a log stream (GET RouteRunLogs); Type is one of the
 // LogLine* constants. Seq is the cursor: a client that remembers the seq
@@ -407,6 +423,16 @@ type LogLine struct {
 	Error     string    `json:"error"`
 }
 
+// RunsReply is the body of GET RouteRuns: R is Run and A is App, or
+// json.RawMessage for a client that keeps each as flyd sent it.
+type RunsReply[R, A any] struct {
+	Runs []R `json:"runs"`
+	Apps []A `json:"apps"` // found outside fly
+	// Projects names the project at each root of runs that has a
+	// pubspec.yaml with a name: what the dashboard calls a run's app.
+	Projects map[string]string `json:"projects"`
+}
+
 // Status is the reply of GET RouteStatus. Fields may be added, never
 // change meaning.
 type Status struct {
@@ -454,6 +480,10 @@ type Upstream struct {
 	LogURI    string `json:"log_uri,omitempty"`  // logs://upstream/{id}: its stderr
 	Error     string `json:"error,omitempty"`    // why it is not running
 }
+
+// UpstreamLogURI names an upstream's stderr log, persisted under its
+// process id, as flyd serves it: logs://upstream/{id}.
+func UpstreamLogURI(id string) string { return "logs://upstream/" + id }
 
 // Session describes an MCP session, connected or ended.
 type Session struct {
