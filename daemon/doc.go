@@ -15,8 +15,7 @@
 //
 // Streamable HTTP stays here: a session over it is created, bound to a
 // workspace, evicted and reaped by the daemon's session table, and the
-// rest of it is the go-sdk's transport. Peer credentials stay here too:
-// they decide who may connect to the socket, which the daemon listens on.
+// rest of it is the go-sdk's transport.
 //
 // It does not own paths (internal/paths), flags or signals (cmd/flyd), or
 // the client side of the socket (shim). Its end-to-end tests, which use

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -61,11 +62,30 @@ var rules = []struct {
 }
 
 // stdlibOnly are the internal packages that several top-level packages
-// share: they import nothing but the standard library (and each other).
-// (lockfile, owner and proc also import golang.org/x/sys/windows on Windows,
-// which this list, taken on the machine's OS, does not see.)
+// share: they import nothing but the standard library and each other,
+// except that the ones in usesXSys also import golang.org/x/sys (on
+// Windows, and owner and proc on macOS).
 var stdlibOnly = []string{mod + "/internal/paths", mod + "/internal/wire", mod + "/internal/mcpconfig", mod + "/internal/safetext", mod + "/internal/jsonscan",
 	mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/logkey", mod + "/internal/proc", mod + "/internal/fileuri"}
+
+// usesXSys are the stdlibOnly packages that may import golang.org/x/sys.
+var usesXSys = []string{mod + "/internal/lockfile", mod + "/internal/owner", mod + "/internal/proc"}
+
+// goosList is every GOOS fly builds for: the per-OS rules are checked
+// for each, whatever the machine the test runs on.
+var goosList = []string{"linux", "darwin", "windows"}
+
+// linksOnly are the internal packages that link, beyond the standard
+// library, only what their row lists (with what that links), on every
+// operating system fly builds for: sysmem asks the kernel through
+// golang.org/x/sys; ipc also uses owner, and paths on Windows.
+var linksOnly = []struct {
+	pkg     string
+	allowed []string
+}{
+	{mod + "/internal/sysmem", []string{xsys}},
+	{mod + "/internal/ipc", []string{xsys, mod + "/internal/owner", mod + "/internal/paths"}},
+}
 
 // shimAllowed is everything outside the standard library the shim may
 // link: it is in every editor's process list, so it stays tiny.
@@ -75,6 +95,7 @@ type pkg struct {
 	ImportPath string
 	Doc        string
 	Standard   bool
+	Imports    []string
 	Deps       []string
 }
 
@@ -85,9 +106,19 @@ func list(t *testing.T, args ...string) []pkg {
 	if err != nil {
 		t.Skip("no go tool on PATH")
 	}
-	out, err := exec.Command(gotool, append([]string{"list", "-json"}, args...)...).Output()
+	return listFor(t, gotool, "", args...)
+}
+
+// listFor runs go list -json for goos ("": the machine's) on args.
+func listFor(t *testing.T, gotool, goos string, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command(gotool, append([]string{"list", "-json"}, args...)...)
+	if goos != "" {
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")
+	}
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("GOOS=%s go list: %v", goos, err)
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(strings.NewReader(string(out)))
@@ -128,13 +159,6 @@ func TestDependencyDirection(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range stdlibOnly {
-		for _, dep := range byPath[path].Deps {
-			if !isStd(dep) && !slicesContain(stdlibOnly, dep) {
-				t.Errorf("%s depends on %s: it may use the standard library only", path, dep)
-			}
-		}
-	}
 	for _, dep := range byPath[mod+"/shim"].Deps {
 		if isStd(dep) {
 			continue
@@ -145,6 +169,48 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("shim depends on %s: it may link only the standard library and %v", dep, shimAllowed)
+		}
+	}
+}
+
+// TestStdlibOnly checks stdlibOnly's direct imports for each GOOS fly
+// builds for: their per-OS files import different things.
+func TestStdlibOnly(t *testing.T) {
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	for _, goos := range goosList {
+		for _, p := range listFor(t, gotool, goos, stdlibOnly...) {
+			for _, imp := range p.Imports {
+				if isStd(imp) || slicesContain(stdlibOnly, imp) || (under(imp, xsys) && slicesContain(usesXSys, p.ImportPath)) {
+					continue
+				}
+				t.Errorf("GOOS=%s: %s imports %s: it may use the standard library (and each other) only", goos, p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// TestLinksOnly checks linksOnly for each GOOS fly builds for.
+func TestLinksOnly(t *testing.T) {
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	for _, goos := range goosList {
+		for _, r := range linksOnly {
+			for _, p := range listFor(t, gotool, goos, r.pkg) {
+				for _, dep := range p.Deps {
+					ok := isStd(dep)
+					for _, a := range r.allowed {
+						ok = ok || under(dep, a)
+					}
+					if !ok {
+						t.Errorf("GOOS=%s: %s depends on %s: it may link only the standard library and %v", goos, r.pkg, dep, r.allowed)
+					}
+				}
+			}
 		}
 	}
 }

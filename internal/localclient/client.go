@@ -8,8 +8,8 @@
 // It does not own what a client prints, how a run id prefix is resolved,
 // or starting flyd when none answers (flyctl and the shim do). It does
 // not speak MCP (RouteMCP and RouteStreamable are the shim's and the
-// editors'). It imports only the standard library, internal/paths and
-// internal/wire.
+// editors'). It imports only the standard library, internal/ipc (the
+// socket, or the named pipe on Windows), internal/paths and internal/wire.
 package localclient
 
 import (
