@@ -100,7 +100,7 @@ func runDaemon(ctx context.Context, args []string, getenv func(string) string, s
 	linger := fs.Duration("linger", d.Linger, "how long a workspace stays indexed after its last session")
 	httpIdle := fs.Duration("http-session-idle", d.HTTPSessionIdle, "how long an MCP session over HTTP lives with no request in flight (a 2026-07-28 client's ends only so)")
 	grepCacheMB := fs.Int64("grep-cache-mb", d.GrepCacheBytes>>20, "file contents kept in memory for files_grep, all workspaces together, in MiB; 0 for none (nothing is read ahead either). The default is a 128th of this machine's memory, at most 64")
-	readAhead := fs.Bool("grep-read-ahead", true, "read a newly opened workspace's files into the grep cache while nothing searches (false: it keeps only what searches read)")
+	readAhead := fs.Bool("grep-read-ahead", true, "once a workspace has been searched, read the rest of its files into the grep cache while nothing searches (false: it keeps only what searches read)")
 	extraExt := fs.StringSlice("allow-ext", nil, "more file extensions to serve, e.g. --allow-ext .proto,.sql")
 	flutter := fs.String("flutter", "", "the flutter executable (default: flutter on each client's PATH)")
 	maxRuns := fs.Int("max-runs", d.MaxRuns, "live apps per workspace: flutter runs and attached apps together")

@@ -139,7 +139,7 @@ func rssKB(pid int) int {
 
 // BenchmarkFirstSearch: the first files_grep of a workspace, through the
 // shim, right after the workspace opened on a fresh flyd (its index just
-// built, its content cache being warmed in the background), against a
+// built, its content cache empty: the warmer starts with this search), against a
 // cold rg process on the same tree in the same iteration, with the page
 // cache warm for both. ratio is rg/fly (goal > 1).
 func BenchmarkFirstSearch(b *testing.B) {

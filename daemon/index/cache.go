@@ -21,7 +21,8 @@ type Cache struct {
 
 // NewCache returns a budget of limit bytes; at most 0 keeps nothing.
 // With readAhead, each index's warmer reads its files into the cache
-// while nothing searches; without, only what searches read is kept.
+// while nothing searches, once the index has been searched (warm.go);
+// without, only what searches read is kept.
 func NewCache(limit int64, readAhead bool) *Cache {
 	return &Cache{limit: max(limit, 0), readAhead: readAhead}
 }

@@ -147,6 +147,8 @@ type Index struct {
 	searches    quiet         // searches running, which the warmer waits for
 	warmed      atomic.Bool   // the warmer went through every file
 	warmDone    chan struct{} // closed when the warmer ends, for whatever reason
+	searched    chan struct{} // closed by the first search, which starts the warmer
+	searchOnce  sync.Once
 	buildTime   time.Duration
 	nDirs       atomic.Int64
 	watchErrors atomic.Int64
@@ -196,9 +198,9 @@ func openIndex(root string, rules Rules, log *slog.Logger, onChange func(Change)
 		match:    rules.compile(),
 		log:      log.With(indexKeyRoot, root),
 		onChange: onChange,
-		warmDone: make(chan struct{}),
-		dirs:     make(map[string]struct{}),
-		cache:    contentCache{budget: NewCache(DefaultCacheBytes(), true)},
+		warmDone: make(chan struct{}), searched: make(chan struct{}),
+		dirs:  make(map[string]struct{}),
+		cache: contentCache{budget: NewCache(DefaultCacheBytes(), true)},
 	}
 	x.fsRoot.Store(fsRoot)
 	if watch {

@@ -98,6 +98,7 @@ func (x *Index) Grep(ctx context.Context, root *os.Root, opt GrepOptions) (GrepP
 		files = append(files, f.Path)
 	}
 	x.searches.enter() // the warmer waits meanwhile
+	x.searchOnce.Do(func() { close(x.searched) })
 	defer x.searches.leave()
 	ctx, stop := context.WithCancel(ctx)
 	chunks := x.searchAhead(ctx, root, files, opt)

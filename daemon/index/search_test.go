@@ -243,8 +243,9 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// TestWarmer: once the index is built, the warmer reads every served file
-// into the cache; a search then answers from memory.
+// TestWarmer: once the index has been searched, the warmer reads every
+// served file into the cache, those the search left out too; a search
+// then answers from memory.
 func TestWarmer(t *testing.T) {
 	files := map[string]string{"lib/bin.dart": "a\x00b NEEDLE\n"}
 	for i := range 300 {
@@ -262,6 +263,14 @@ func TestWarmer(t *testing.T) {
 		x.Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
+	if st := x.Stats(); st.CacheFiles != 0 {
+		t.Fatalf("before any search: %+v, want nothing cached", st)
+	}
+	one, _ := CompilePattern("NEEDLE 7", true, false)
+	glob, _ := CompileGlob("lib/d0/f7.dart")
+	if pg, err := x.Grep(context.Background(), x.Root(), GrepOptions{Pattern: one, Glob: glob, Limit: 10, Budget: 1 << 20, MaxFile: 1 << 20, MaxLineLen: 300}); err != nil || pg.Matches != 1 {
+		t.Fatalf("the first search, of one file: %+v, %v", pg, err)
+	}
 	select {
 	case <-x.warmDone:
 	case <-time.After(30 * time.Second):
@@ -306,6 +315,12 @@ func TestSharedCacheBudget(t *testing.T) {
 			defer close(done)
 			x.Run(ctx)
 		}()
+		// The warmer starts with the first search: one of no file.
+		re, _ := CompilePattern("class", true, false)
+		none, _ := CompileGlob("none/**")
+		if _, err := x.Grep(context.Background(), x.Root(), GrepOptions{Pattern: re, Glob: none, Limit: 10, Budget: 1 << 20, MaxFile: 1 << 20, MaxLineLen: 300}); err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case <-x.warmDone:
 		case <-time.After(30 * time.Second):
