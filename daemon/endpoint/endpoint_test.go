@@ -36,9 +36,10 @@ func TestAcquire(t *testing.T) {
 	again.Release()
 }
 
-// A connection from this user reaches the handler with its peer: this
-// process, as this user.
-func TestPeerListener(t *testing.T) {
+// openTemp opens an endpoint in a new temporary directory, until the
+// test ends, and returns its path.
+func openTemp(t *testing.T) (string, net.Listener) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "fly") // short: a socket path has a limit
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +51,18 @@ func TestPeerListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := p.Socket
-	ln, release, err := Open(sock)
+	ln, release, err := Open(p.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(release)
+	return p.Socket, ln
+}
+
+// A connection from this user reaches the handler with its peer: this
+// process, as this user.
+func TestPeerListener(t *testing.T) {
+	sock, ln := openTemp(t)
 	refused := make(chan error, 1)
 	pl := &PeerListener{Listener: ln, User: owner.Current(), Refuse: func(_ Peer, err error) { refused <- err }}
 	got := make(chan Peer, 1)
@@ -92,22 +99,7 @@ func TestPeerListener(t *testing.T) {
 // on Unix), to Refuse, which flyd logs. Here flyd's user is made someone
 // else, so that this process's own connection is the stranger's.
 func TestPeerOfOtherUserRefused(t *testing.T) {
-	dir, err := os.MkdirTemp("", "fly") // short: a socket path has a limit
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	p, err := flypaths.Resolve(func(k string) string {
-		return map[string]string{flypaths.EnvSocket: filepath.Join(dir, "run", "flyd.sock"), flypaths.EnvStateDir: dir}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, release, err := Open(p.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
+	sock, ln := openTemp(t)
 	type refusal struct {
 		peer Peer
 		err  error
@@ -118,7 +110,7 @@ func TestPeerOfOtherUserRefused(t *testing.T) {
 	hs := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served <- struct{}{} })}
 	go hs.Serve(pl) // stopped by hs.Close below
 	t.Cleanup(func() { hs.Close() })
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, p.Socket) }}}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, sock) }}}
 	if resp, err := c.Get("http://flyd/"); err == nil {
 		resp.Body.Close()
 		t.Errorf("a peer of another user got an answer: %s", resp.Status)

@@ -36,21 +36,27 @@ func makePipe(name, sddl string, first bool) (windows.Handle, error) {
 	return windows.CreateNamedPipe(p, flags, windows.PIPE_TYPE_BYTE, windows.PIPE_UNLIMITED_INSTANCES, 4096, 4096, 0, sa)
 }
 
-// The pipe Listen makes is this user's: a dial reads that owner through
-// the handle it opened.
-func TestPipeOwnedByUser(t *testing.T) {
+// dialOwn listens on a new pipe and dials it, until the test ends.
+func dialOwn(t *testing.T) *pipeConn {
+	t.Helper()
 	name := endpoint(t)
 	ln, err := Listen(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	c, err := Dial(context.Background(), name)
 	if err != nil {
 		t.Fatalf("Dial(this user's pipe) = %v", err)
 	}
-	defer c.Close()
-	sd, err := windows.GetSecurityInfo(c.(*pipeConn).h, windows.SE_KERNEL_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+	t.Cleanup(func() { c.Close() })
+	return c.(*pipeConn)
+}
+
+// The pipe Listen makes is this user's: a dial reads that owner through
+// the handle it opened.
+func TestPipeOwnedByUser(t *testing.T) {
+	sd, err := windows.GetSecurityInfo(dialOwn(t).h, windows.SE_KERNEL_OBJECT, windows.OWNER_SECURITY_INFORMATION)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,18 +70,7 @@ func TestPipeOwnedByUser(t *testing.T) {
 // but the user. Wine keeps what the security descriptor says, though it
 // does not enforce it; only real Windows enforces it.
 func TestPipeDACL(t *testing.T) {
-	name := endpoint(t)
-	ln, err := Listen(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := Dial(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sd, err := windows.GetSecurityInfo(c.(*pipeConn).h, windows.SE_KERNEL_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	sd, err := windows.GetSecurityInfo(dialOwn(t).h, windows.SE_KERNEL_OBJECT, windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
 		t.Fatal(err)
 	}
