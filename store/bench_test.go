@@ -86,7 +86,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 
 // bareLog is the baseline: log entries written straight to a bbolt file
 // with the store's settings (fsync on, hashmap freelist) by a plain loop
-// of one Update per 256 entries. Entry i goes to run i%runs, under the
+// of one Update per MaxBatch entries. Entry i goes to run i%runs, under the
 // big-endian key i/runs+1 in that run's bucket; its value is the time in
 // unix nanoseconds, a stream byte and the text. There is no queue, no
 // goroutine and no counters.
@@ -111,9 +111,9 @@ func openBareLog(b *testing.B, path string, runs int, lines []string) *bareLog {
 // write stores entries first to last-1.
 func (l *bareLog) write(b *testing.B, first, last int) {
 	runs := len(l.buckets)
-	for batch := first; batch < last; batch += 256 {
+	for batch := first; batch < last; batch += MaxBatch {
 		err := l.db.Update(func(tx *bolt.Tx) error {
-			for i := batch; i < min(batch+256, last); i++ {
+			for i := batch; i < min(batch+MaxBatch, last); i++ {
 				bucket, err := tx.CreateBucketIfNotExists(l.buckets[i%runs])
 				if err != nil {
 					return err

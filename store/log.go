@@ -151,7 +151,7 @@ func (db *DB) enqueue(o op) error {
 
 // pokeIfBatch tells the writer when the queue holds a whole batch.
 func (db *DB) pokeIfBatch() {
-	if len(db.queue) >= min(maxBatch, cap(db.queue)) {
+	if len(db.queue) >= min(MaxBatch, cap(db.queue)) {
 		db.poke()
 	}
 }

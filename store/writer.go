@@ -14,16 +14,18 @@ import (
 // groups, a bbolt transaction each, and trims each run's log to its
 // bounds.
 
-// Group commit: the writer commits when it holds maxBatch entries, or
+// Group commit: the writer commits when it holds MaxBatch entries, or
 // batchWindow after the first entry it has not committed, whichever is
-// first. A kill -9 loses at most one window of log.
-const (
-	maxBatch    = 256
-	batchWindow = 25 * time.Millisecond
-)
+// first. A kill -9 loses at most one window of log. A flood's commits are
+// bound by their fsyncs: 1024 entries a commit persisted 0.84–1.05 M
+// lines/s of BenchmarkIngest where 256 did 0.42–0.51 M.
+const batchWindow = 25 * time.Millisecond
 
-// Run is the writer: it commits appended entries in groups (at most 256
-// entries, or 25 ms after the first uncommitted one) with one bbolt
+// MaxBatch is the most entries one commit holds.
+const MaxBatch = 1024
+
+// Run is the writer: it commits appended entries in groups (at most
+// MaxBatch entries, or 25 ms after the first uncommitted one) with one bbolt
 // transaction per group, covering many runs. It blocks until ctx is
 // cancelled or Close is called, commits what is queued, and returns the
 // first commit error since the last Flush, or nil. Failed commits are also
@@ -121,9 +123,9 @@ func (b *batch) add(o op) {
 
 func (b *batch) pending() bool { return len(b.ops) > 0 }
 
-// full reports whether b must be committed now: it holds maxBatch
+// full reports whether b must be committed now: it holds MaxBatch
 // entries, or a Flush is waiting.
-func (b *batch) full() bool { return b.n >= maxBatch || len(b.barriers) > 0 }
+func (b *batch) full() bool { return b.n >= MaxBatch || len(b.barriers) > 0 }
 
 // drain commits the entries queued when it starts, in batches, answers
 // their Flush barriers, and returns the first commit error since the last

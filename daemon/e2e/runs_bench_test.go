@@ -24,7 +24,7 @@ const benchIngestLines = 200_000
 
 // BenchmarkIngest: a fake flutter printing app.log lines as fast as it can,
 // through flyd's reader, parser, ring and group-committed store, against a
-// bare bbolt loop that commits the same number of entries 256 per fsync'd
+// bare bbolt loop that commits the same number of entries store.MaxBatch per fsync'd
 // transaction. flyd's time runs from the moment its reader took the first
 // app.log line (that entry's time) to the moment the last one is on disk:
 // the child's start and its build phase are not ingest. Reports lines/s
@@ -99,7 +99,7 @@ func lastText(r *runs.Run) string {
 	return ""
 }
 
-// bareIngest commits n log-sized entries to a fresh bbolt file, 256 per
+// bareIngest commits n log-sized entries to a fresh bbolt file, store.MaxBatch per
 // Update, the way the store's writer does, and returns the time it took.
 func bareIngest(b *testing.B, path string, n int) time.Duration {
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType})
@@ -117,7 +117,7 @@ func bareIngest(b *testing.B, path string, n int) time.Duration {
 				return err
 			}
 			bk.FillPercent = 1
-			for end := min(n, seq+255); seq <= end; seq++ {
+			for end := min(n, seq+store.MaxBatch-1); seq <= end; seq++ {
 				k := binary.BigEndian.AppendUint64(nil, uint64(seq))
 				v := binary.BigEndian.AppendUint64([]byte{1}, uint64(time.Now().UnixNano()))
 				if err := bk.Put(k, append(v, text...)); err != nil {
