@@ -139,19 +139,23 @@ func TestShimSurvivesRestart(t *testing.T) {
 	}
 }
 
-// waitBuilding waits until a build shows up as starting in runs_list.
+// waitBuilding waits until a build shows up as starting in runs_list
+// with its start recorded: runs_list shows a build as soon as its process
+// runs, and its record goes to disk just after (Run.begin), before the
+// start action is logged. A kill -9 in between loses a build that had
+// only just started.
 func waitBuilding(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		var listed mcpserver.RunsListResult
 		callTool(t, cs, "runs_list", nil, &listed)
 		for _, ri := range listed.Runs {
-			if ri.Kind == string(store.KindBuild) && ri.State == "starting" {
+			if ri.Kind == string(store.KindBuild) && ri.State == "starting" && ri.LastAction != nil && ri.LastAction.What == "start" {
 				return
 			}
 		}
 	}
-	t.Fatal("the build never showed up as starting in runs_list")
+	t.Fatal("the build never showed up as started in runs_list")
 }
 
 // shimProc is a "flyctl mcp" process driven with raw JSON-RPC lines.
