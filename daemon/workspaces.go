@@ -345,12 +345,19 @@ func (s *Server) openWorkspace(dir string) (root string, idx *index.Index, relea
 }
 
 // containing returns the root of the open workspace that is dir or
-// contains it.
+// contains it. A workspace still being indexed is not open yet (its err
+// is written without ws.mu, before ready closes); once it is, opened
+// says so.
 func (ws *workspaces) containing(dir string) (string, bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	best := ""
 	for root, w := range ws.m {
+		select {
+		case <-w.ready:
+		default:
+			continue
+		}
 		if w.err != nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +76,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	var run mcpserver.RunResult
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &run)
+	// A run that crashes, in a workspace of its own: three seconds after
+	// it started, so that flutter_run has answered (see TestFirstDayCrash).
+	crashRoot := flutterProject(t)
+	crashCS := viaShimWith(e, fakeflutter.EnvTickMS+"=100", fakeflutter.EnvCrashAfter+"=30")(t, "agent", crashRoot, nil)
+	var crash mcpserver.RunResult
+	if res := callTool(t, crashCS, "flutter_run", map[string]any{"device": "linux"}, &crash); res.IsError {
+		t.Fatalf("flutter_run of the run that crashes: %s", toolText(res))
+	}
 	ideRun(t, e, root) // an app an IDE runs in the same workspace
 	var st *wire.Status
 	flytest.Eventually(t, "the IDE's app in the status", func() bool {
@@ -82,9 +91,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		st, err = getStatus(e)
 		return err == nil && len(st.Apps) == 1
 	})
+	st.Runs = slices.DeleteFunc(st.Runs, func(r wire.Run) bool { return r.RunID == crash.RunID }) // live or not by now
 	if len(st.Runs) != 1 {
 		t.Fatalf("status: %+v", st)
 	}
+	var crashed wire.Run
+	flytest.Eventually(t, "the other run to crash", func() bool {
+		var list mcpserver.RunsListResult
+		callTool(t, crashCS, "runs_list", nil, &list)
+		r, ok := findRun(list.Runs, crash.RunID)
+		crashed = r
+		return ok && !r.Live()
+	})
 	pid := st.Runs[0].PID
 	tok, err := os.ReadFile(e.Paths.Token())
 	if err != nil {
@@ -109,7 +127,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "node"), filepath.Join(dir, "dashboard.mjs"))
-	cmd.Env = append(os.Environ(), "FLY_URL=http://"+addr+"/#token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID, "CHROMIUM="+chromium, "FLY_APP="+st.Apps[0].ID,
+	cmd.Env = append(os.Environ(), "FLY_URL=http://"+addr+"/#token="+strings.TrimSpace(string(tok)), "FLY_RUN="+run.RunID, "FLY_CRASHED="+crash.RunID, "CHROMIUM="+chromium, "FLY_APP="+st.Apps[0].ID,
 		"FLY_OTHER="+other.URL+"/")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -191,6 +209,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if want := "2× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12"; s["error"] != want {
 		t.Errorf("the ended run's errors panel = %q, want %q (from its log)", s["error"], want)
+	}
+	if s := steps["crashed-log"]; s == nil || s["state"] != crashed.State || !strings.HasPrefix(fmt.Sprint(s["log_state"]), "ended: "+crashed.State) ||
+		s["lost"] != true {
+		t.Errorf("the crashed run in the dashboard = %v, want it listed %s, its log read to the crash", s, crashed.State)
 	}
 	if s := steps["clean-finished"]; s["visible_again"] != float64(0) {
 		t.Errorf("the toggle unchecked again shows %v events, want none", s["visible_again"])

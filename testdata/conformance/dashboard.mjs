@@ -4,6 +4,7 @@
 //   FLY_OTHER a page on another loopback port, as any local web server the
 //             user's browser visits: it must get nothing usable
 //   FLY_RUN   the id of a live run started through the shim
+//   FLY_CRASHED the id of a run that crashed, in another workspace
 //   CHROMIUM  the Chromium executable (default /usr/bin/chromium)
 //   FLY_SHOT  if set, a screenshot of the live page is saved there
 //   FLY_BENCH_LINES  if set, only measure the log's latency to the DOM
@@ -163,7 +164,16 @@ try {
     events: await fresh.locator("#log-lines .stream-event").count(), visible_before: hidden, visible_after: shown,
     error: await fresh.locator("#errors-list li").first().textContent() });
   await fresh.locator("#show-events").uncheck();
-  out({ step: "clean-finished", problems, visible_again: await visibleEvents(), errors });
+  const visibleAgain = await visibleEvents();
+
+  // The run that crashed is listed and read the same way, to its crash.
+  const crashed = fresh.locator(`tr[data-run="${process.env.FLY_CRASHED}"]`);
+  await crashed.locator("a.run").click();
+  await fresh.waitForFunction(() => /^ended/.test(document.querySelector("#log-state").textContent) &&
+    /Lost connection to device/.test(document.querySelector("#log-lines").textContent));
+  out({ step: "crashed-log", state: await crashed.locator(".state").textContent(), log_state: await fresh.locator("#log-state").textContent(),
+    lost: /Lost connection to device/.test(await fresh.locator("#log-lines").textContent()) });
+  out({ step: "clean-finished", problems, visible_again: visibleAgain, errors });
 } finally {
   await browser.close();
   rl.close();
