@@ -162,7 +162,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if r.Method == http.MethodPost {
-			if msg, code := s.checkBatch(r, h); msg != "" {
+			if msg, code := mcpconn.CheckBatch(r, h.sess.ss.Load()); msg != "" {
 				http.Error(w, msg, code)
 				return
 			}
@@ -253,52 +253,6 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.t.ServeHTTP(w, r)
-}
-
-// maxBatch bounds a JSON-RPC batch where the negotiated version has
-// batches (2025-03-26 and earlier).
-const maxBatch = 64
-
-// checkBatch refuses a JSON-RPC batch on a session whose negotiated
-// protocol has none (2025-06-18 on), whatever the request's own version
-// header says, and a batch larger than maxBatch where batches exist. It
-// returns the refusal and its status, or "" to go on; the body is left
-// for the SDK to read.
-func (s *Server) checkBatch(r *http.Request, h *httpSession) (string, int) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return "read request: " + err.Error(), http.StatusRequestEntityTooLarge
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '[' {
-		return "", 0
-	}
-	v := negotiatedVersion(h.sess.ss.Load())
-	if v >= wire.BatchlessRevision {
-		return fmt.Sprintf("Bad Request: JSON-RPC batches are not part of MCP %s, which this session negotiated: send one message per request", v), http.StatusBadRequest
-	}
-	var batch []json.RawMessage
-	if err := json.Unmarshal(body, &batch); err != nil {
-		return "Bad Request: malformed batch: " + err.Error(), http.StatusBadRequest
-	}
-	if len(batch) > maxBatch {
-		return fmt.Sprintf("Bad Request: a batch of %d messages; at most %d", len(batch), maxBatch), http.StatusRequestEntityTooLarge
-	}
-	return "", 0
-}
-
-// negotiatedVersion is the protocol version a session agreed on: the
-// client's, if flyd speaks it, else flyd's newest.
-func negotiatedVersion(ss *mcp.ServerSession) string {
-	versions := mcpserver.ProtocolVersions()
-	newest := slices.Max(versions)
-	if ss == nil || ss.InitializeParams() == nil {
-		return newest
-	}
-	if v := ss.InitializeParams().ProtocolVersion; slices.Contains(versions, v) {
-		return v
-	}
-	return newest
 }
 
 // roomForHTTPSession reports whether a new handshake-era session fits;

@@ -15,6 +15,8 @@
 //     (headers, _meta, the methods that era dropped) before any session is
 //     looked for, and WithSDKVersion marks it for the SDK's stateless
 //     transport.
+//   - CheckBatch refuses a JSON-RPC batch where the session's negotiated
+//     revision has none, and bounds one where it has.
 //
 // It lives apart from the daemon because it is transport plumbing with its
 // own tests and no knowledge of sessions, workspaces or tools: the daemon
