@@ -3,9 +3,11 @@
 package holder
 
 import (
+	"context"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestHolderTerminatedAlone: a holder told to end (a service stop or a
@@ -36,6 +38,43 @@ func TestHolderTerminatedFullAlone(t *testing.T) {
 	s := endAlone(t, dir, st)
 	if texts, _, _ := readAll(t, dir, 0); len(texts) < 100 || s.Spool == "" {
 		t.Errorf("the spool left holds %d records, and the state says %q: want what it had when it filled, and that it is full", len(texts), s.Spool)
+	}
+}
+
+// TestHolderTerminatedFullConnected: told to end with its spool full while
+// a flyd is connected, a holder waits for that flyd to make room and
+// keeps telling it that the spool is full; it neither drops the output
+// nor spins on the signal (which never let it remind flyd).
+func TestHolderTerminatedFullConnected(t *testing.T) {
+	t.Setenv(envLinger, "1h")
+	dir, st := startHolderSpec(t, 100_000, func(s *Spec) { s.SegmentBytes, s.SpoolBytes = 64<<10, 128<<10 })
+	eventually(t, "the spool full", func() bool {
+		s, err := ReadState(dir)
+		return err == nil && s.Spool != ""
+	})
+	c, err := Dial(context.Background(), st.Control, st.Run, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := syscall.Kill(st.Holder.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	fulls := 0
+	for start := time.Now(); fulls < 3; {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("told to end with a flyd connected, the holder said the spool was full %d times in a minute; want a reminder every %v", fulls, retryFull)
+		}
+		m, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Spool != nil && m.Spool.Full {
+			fulls++
+		}
+	}
+	if !st.Holder.Same() {
+		t.Error("the holder went with its spool full and a flyd connected")
 	}
 }
 

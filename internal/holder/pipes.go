@@ -82,12 +82,16 @@ func (h *holder) read(f *os.File, t Type) {
 // abandoned).
 func (h *holder) spoolWait(recs []Record) uint64 {
 	blocked := false
+	told := h.told // stays closed once signalled: waited on once
 	for {
 		_, room := h.spool.signals()
 		seq, err := h.spool.append(recs)
 		if err == nil {
 			if blocked {
 				h.setBlocked(-1, nil)
+			}
+			if h.dropping.Load() && !h.abandoned() && h.dropping.CompareAndSwap(true, false) {
+				h.setBlocked(-1, nil) // a flyd came and made room: the drops' count goes
 			}
 			return seq
 		}
@@ -98,15 +102,20 @@ func (h *holder) spoolWait(recs []Record) uint64 {
 		if h.abandoned() {
 			// Told to end, and nobody to make room: waiting would keep the
 			// holder forever (its readers never end). What the spool holds
-			// stays for the next flyd; these records are let go.
+			// stays for the next flyd; these records are let go. The drops
+			// hold one count of blocked between them, so that the state
+			// file says the spool is full until a flyd makes room.
 			if h.dropping.CompareAndSwap(false, true) {
 				h.log.Printf("told to end with the spool full and no flyd connected: the run's output from here on is not kept (%v)", err)
+			} else {
+				h.setBlocked(-1, nil)
 			}
-			return 0 // still counted blocked: the spool is still full, as the state file says
+			return 0
 		}
 		select {
 		case <-room:
-		case <-h.told:
+		case <-told:
+			told = nil // told while a flyd is connected: it makes room, or goes
 		case <-time.After(retryFull):
 			h.remindFull()
 		}
