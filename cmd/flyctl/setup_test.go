@@ -527,13 +527,19 @@ func TestSetupClaudeDesktopHere(t *testing.T) {
 	if s := cs[0].inspect(e.getenv).servers["fly"]; !slices.Equal(s.Args, []string{"mcp", "--workspace", proj}) {
 		t.Errorf("Claude Desktop's fly = %+v, want it to serve %s", s, proj)
 	}
-	t.Chdir(e.dir)
+	// From another project, the project it serves stays.
+	e.write(t, "../other/pubspec.yaml", "name: other\n")
+	t.Chdir(filepath.Join(e.dir, "other"))
 	if out, _, code := e.run(t, "", "setup", "--client", "claude", "--no-service"); code != 0 || !strings.Contains(out, "claude       ok") {
-		t.Errorf("setup --client claude outside the project: exit %d\n%s", code, out)
+		t.Errorf("setup --client claude in another project: exit %d\n%s", code, out)
+	}
+	if s := cs[0].inspect(e.getenv).servers["fly"]; !slices.Equal(s.Args, []string{"mcp", "--workspace", proj}) {
+		t.Errorf("after setup in another project, Claude Desktop's fly = %+v, want it to serve %s still", s, proj)
 	}
 
 	e2 := newSetupEnv(t)
 	e2.write(t, filepath.ToSlash(rel), claudeDesktopBefore)
+	t.Chdir(e2.dir) // in no project
 	if out, _, code := e2.run(t, "", "setup", "--client", "claude", "--no-service"); code != 0 ||
 		!strings.Contains(out, "claude       skipped") || !strings.Contains(out, "run flyctl setup in a Flutter project") {
 		t.Errorf("setup --client claude outside any project: exit %d\n%s", code, out)

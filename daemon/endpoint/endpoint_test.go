@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fly-dev/fly/internal/ipc"
 	"github.com/fly-dev/fly/internal/owner"
@@ -59,20 +60,35 @@ func openTemp(t *testing.T) (string, net.Listener) {
 	return p.Socket, ln
 }
 
+// refusal is a connection a PeerListener refused.
+type refusal struct {
+	peer Peer
+	err  error
+}
+
+// servePeers serves HTTP on ln to peers running as user, until the test
+// ends: refused gets each connection refused, served the peer of each
+// request that reached HTTP, and client dials sock.
+func servePeers(t *testing.T, sock string, ln net.Listener, user owner.User) (refused <-chan refusal, served <-chan Peer, client *http.Client) {
+	t.Helper()
+	ref := make(chan refusal, 4)
+	got := make(chan Peer, 4)
+	pl := &PeerListener{Listener: ln, User: user, Refuse: func(p Peer, err error) { ref <- refusal{p, err} }}
+	hs := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		p, _ := PeerFrom(r.Context())
+		got <- p
+	})}
+	go hs.Serve(pl) // stopped by hs.Close at the test's end
+	t.Cleanup(func() { hs.Close() })
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, sock) }}}
+	return ref, got, c
+}
+
 // A connection from this user reaches the handler with its peer: this
 // process, as this user.
 func TestPeerListener(t *testing.T) {
 	sock, ln := openTemp(t)
-	refused := make(chan error, 1)
-	pl := &PeerListener{Listener: ln, User: owner.Current(), Refuse: func(_ Peer, err error) { refused <- err }}
-	got := make(chan Peer, 1)
-	hs := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := PeerFrom(r.Context())
-		got <- p
-	})}
-	go hs.Serve(pl) // stopped by hs.Close below
-	t.Cleanup(func() { hs.Close() })
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, sock) }}}
+	refused, got, c := servePeers(t, sock, ln, owner.Current())
 	resp, err := c.Get("http://flyd/")
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +99,10 @@ func TestPeerListener(t *testing.T) {
 		if p.User != owner.Current() || (p.PID != 0 && p.PID != os.Getpid()) {
 			t.Errorf("peer = %+v, want this user and process %d", p, os.Getpid())
 		}
-	case err := <-refused:
-		t.Fatalf("own connection refused: %v", err)
+	case r := <-refused:
+		t.Fatalf("own connection refused: %v", r.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the request reached neither the handler nor the refusal within a minute")
 	}
 	// A second flyd on the same endpoint is told one runs there.
 	if _, _, err := Open(sock); !errors.Is(err, ErrAlreadyRunning) {
@@ -100,17 +118,7 @@ func TestPeerListener(t *testing.T) {
 // else, so that this process's own connection is the stranger's.
 func TestPeerOfOtherUserRefused(t *testing.T) {
 	sock, ln := openTemp(t)
-	type refusal struct {
-		peer Peer
-		err  error
-	}
-	refused := make(chan refusal, 4)
-	pl := &PeerListener{Listener: ln, User: someoneElse(), Refuse: func(p Peer, err error) { refused <- refusal{p, err} }}
-	served := make(chan struct{}, 1)
-	hs := &http.Server{ConnContext: ConnContext, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served <- struct{}{} })}
-	go hs.Serve(pl) // stopped by hs.Close below
-	t.Cleanup(func() { hs.Close() })
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ipc.Dial(ctx, sock) }}}
+	refused, served, c := servePeers(t, sock, ln, someoneElse())
 	if resp, err := c.Get("http://flyd/"); err == nil {
 		resp.Body.Close()
 		t.Errorf("a peer of another user got an answer: %s", resp.Status)
@@ -122,6 +130,8 @@ func TestPeerOfOtherUserRefused(t *testing.T) {
 		}
 	case <-served:
 		t.Fatal("a peer of another user reached HTTP")
+	case <-time.After(time.Minute):
+		t.Fatal("the connection was neither refused nor served within a minute")
 	}
 	select {
 	case <-served:

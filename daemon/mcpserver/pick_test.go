@@ -52,7 +52,7 @@ func TestLastRunIsTheDefault(t *testing.T) {
 
 	r := s.start(t, fakeflutter.EnvCrashAfter+"=2", fakeflutter.EnvTickMS+"=10")
 	<-r.Done()
-	crashed := regexp.MustCompile(`^run ` + r.ID() + ` crashed (just now|\ds ago): exit 255, "Lost connection to device\."\n`)
+	crashed := regexp.MustCompile(`^run ` + r.ID() + ` crashed (just now|\d+s ago): exit 255, "Lost connection to device\."\n`)
 
 	var logs LogsReadResult
 	res, text := call(t, cs, "logs_read", nil, &logs)
@@ -82,7 +82,7 @@ func TestLastRunIsTheDefault(t *testing.T) {
 	for _, res := range list.Resources {
 		said[res.URI] = res.Description
 	}
-	line := regexp.MustCompile(`^run ` + r.ID() + ` crashed (just now|\ds ago): exit 255, "Lost connection to device\."\. `)
+	line := regexp.MustCompile(`^run ` + r.ID() + ` crashed (just now|\d+s ago): exit 255, "Lost connection to device\."\. `)
 	for _, uri := range []string{runs.LogURI(store.KindRun, r.ID()), runs.ErrorsURI(r.ID())} {
 		if d, ok := said[uri]; !ok || !line.MatchString(d) {
 			t.Errorf("resources/list: %s listed %v with %q, want it said the run crashed", uri, ok, d)
@@ -146,7 +146,7 @@ func TestRunsListText(t *testing.T) {
 
 	var list RunsListResult
 	_, text := call(t, cs, "runs_list", nil, &list)
-	line := regexp.MustCompile(`^` + run.RunID[:7] + `\w*  running  linux  by "claude-code"  hot-reloaded (just now|\ds ago) by "claude-code" #hs\d: [^\n]*  no errors\n` +
+	line := regexp.MustCompile(`^` + run.RunID[:7] + `\w*  running  linux  by "claude-code"  hot-reloaded (just now|\d+s ago) by "claude-code" #hs\d: [^\n]*  no errors\n` +
 		`\(1 flutter_sdk command not listed: include_sdk: true lists them\)$`)
 	if !line.MatchString(text) || strings.Contains(text, "ws://") || len(text) > 200 {
 		t.Errorf("runs_list text (%d bytes) = %q, want one line for the run, no URIs", len(text), text)
@@ -169,7 +169,7 @@ func TestRunsListText(t *testing.T) {
 		t.Errorf("flutter_stop of a prefix = %+v %s", stopped, text)
 	}
 	_, text = call(t, cs, "runs_list", nil, nil)
-	if !regexp.MustCompile(`^\w+  stopped (just now|\ds ago) by "claude-code" #hs\d  linux  by "claude-code"\n`).MatchString(text) {
+	if !regexp.MustCompile(`^\w+  stopped (just now|\d+s ago) by "claude-code" #hs\d  linux  by "claude-code"\n`).MatchString(text) {
 		t.Errorf("runs_list of a stopped run = %q", text)
 	}
 }
