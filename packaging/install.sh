@@ -134,9 +134,14 @@ main() {
 		base=${FLY_INSTALL_BASE_URL%/}
 		# The checksums come from the same place as the archive: only TLS,
 		# or this machine itself (a test serving dist/), may be trusted.
+		# A port is digits alone: http://localhost:1@example.com/ is not
+		# this machine (install.ps1 has the same rule).
 		case $base in
-		https://* | http://127.0.0.1:* | http://127.0.0.1/* | http://localhost:* | http://localhost/* | http://\[::1\]:*) ;;
-		*) die "FLY_INSTALL_BASE_URL must be https:// (or a server on this machine): $base" ;;
+		*"
+"*) die "FLY_INSTALL_BASE_URL holds a line break" ;;
+		https://*) ;;
+		*) printf '%s\n' "$base" | grep -Eq '^http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]+)?(/|$)' ||
+			die "FLY_INSTALL_BASE_URL must be https:// (or a server on this machine): $base" ;;
 		esac
 	elif [ -n "${FLY_VERSION:-}" ]; then
 		base=https://github.com/fly-dev/fly/releases/download/v${FLY_VERSION#v}

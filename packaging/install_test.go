@@ -167,9 +167,11 @@ func TestInstallScript(t *testing.T) {
 	// A base URL that is neither https nor this machine is refused before
 	// anything is downloaded: the checksums come from the same place.
 	plain := env
-	plain.base = "http://example.invalid/releases"
-	if out, err := plain.run(); err == nil || !strings.Contains(out, "must be https://") {
-		t.Errorf("install.sh from a plain http URL = %v:\n%s\nwant a refusal", err, out)
+	for _, base := range []string{"http://example.invalid/releases", "http://localhost:1@example.invalid/releases", "http://127.0.0.1.example.invalid/releases"} {
+		plain.base = base
+		if out, err := plain.run(); err == nil || !strings.Contains(out, "must be https://") {
+			t.Errorf("install.sh from %s = %v:\n%s\nwant a refusal", base, err, out)
+		}
 	}
 
 	// checkInstalled: flyd and flyctl are in bin, are the snapshot's and
