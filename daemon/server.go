@@ -506,12 +506,7 @@ func (s *Server) Status() Status {
 	s.mu.Unlock()
 	slices.SortFunc(st.Sessions, func(a, b SessionInfo) int { return a.Since.Compare(b.Since) })
 	for _, w := range s.ws.list() {
-		select {
-		case <-w.ready:
-		default:
-			continue // still indexing
-		}
-		if w.err != nil {
+		if !w.usable() {
 			continue
 		}
 		is := w.index.Stats()

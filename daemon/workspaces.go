@@ -33,7 +33,7 @@ type workspace struct {
 	stop  context.CancelFunc // stops index.Run
 
 	ready chan struct{} // closed when index is set, or err
-	err   error
+	err   error         // written before ready closes: read it after (usable)
 
 	mu       sync.Mutex
 	refs     int                // sessions holding it; guarded by workspaces.mu
@@ -344,21 +344,25 @@ func (s *Server) openWorkspace(dir string) (root string, idx *index.Index, relea
 	return w.root, w.index, func() { s.ws.release(w) }, nil
 }
 
-// containing returns the root of the open workspace that is dir or
-// contains it. A workspace still being indexed is not open yet (its err
-// is written without ws.mu, before ready closes); once it is, opened
-// says so.
+// usable reports whether w is indexed and open: not while it is still
+// being indexed (opened says when it is), nor when that failed.
+func (w *workspace) usable() bool {
+	select {
+	case <-w.ready:
+		return w.err == nil
+	default:
+		return false
+	}
+}
+
+// containing returns the root of the usable workspace that is dir or
+// contains it.
 func (ws *workspaces) containing(dir string) (string, bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	best := ""
 	for root, w := range ws.m {
-		select {
-		case <-w.ready:
-		default:
-			continue
-		}
-		if w.err != nil {
+		if !w.usable() {
 			continue
 		}
 		if rel, err := filepath.Rel(root, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) &&

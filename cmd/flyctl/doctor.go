@@ -179,7 +179,7 @@ func doctorFlyd(ctx context.Context, c *call, r *doctorReport) {
 		r.add("flyd", checkFail, msg+": older than this flyctl "+wire.Version+" (still running since an upgrade?)", c.restartAdvice(st.PID))
 	case ok && cmp > 0:
 		r.add("flyd", checkWarn, msg+": newer than this flyctl "+wire.Version, "upgrade flyctl (and the editors' flyctl mcp with it)")
-	case !ok && version != wire.Version:
+	case !ok && strings.SplitN(version, "+", 2)[0] != wire.Version: // build metadata is not a release
 		r.add("flyd", checkWarn, msg+": another release than this flyctl "+wire.Version, "if fly was upgraded: "+c.restartAdvice(st.PID))
 	default:
 		r.add("flyd", checkOK, msg, "")

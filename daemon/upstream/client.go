@@ -132,14 +132,15 @@ func (in *instance) progressed(ctx context.Context, req *mcp.ProgressNotificatio
 // from the upstream, before its handler passes it on (see withProgress).
 func (in *instance) progressRead(params json.RawMessage) {
 	var p struct {
-		ProgressToken any `json:"progressToken"`
+		ProgressToken json.RawMessage `json:"progressToken"`
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return // the SDK refuses it too: progressed never sees it
+	var tok string // flyd's tokens are short strings ("fly-N"): nothing else is decoded
+	if json.Unmarshal(params, &p) != nil || len(p.ProgressToken) > 64 || json.Unmarshal(p.ProgressToken, &tok) != nil {
+		return
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if r := in.progress[fmt.Sprint(p.ProgressToken)]; r != nil {
+	if r := in.progress[tok]; r != nil {
 		if r.pending == 0 {
 			r.drained = make(chan struct{})
 		}
