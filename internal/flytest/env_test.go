@@ -1,13 +1,22 @@
 package flytest
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 )
 
+// envReadStdin makes this test binary a program that reads its stdin to
+// its end, then exits: a child that lives as long as its test wants.
+const envReadStdin = "FLYTEST_READ_STDIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(envReadStdin) == "1" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	code := m.Run()
 	Cleanup()
 	os.Exit(code)

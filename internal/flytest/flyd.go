@@ -22,6 +22,7 @@ type Flyd struct {
 	Stderr *Buffer // flyd's log, at debug level
 
 	socket string
+	runs   string     // the runs' holder directories
 	killed bool       // by Kill: it could not clean up
 	done   chan error // the Wait result, put back by whoever takes it
 }
@@ -41,7 +42,7 @@ func StartFlyd(t testing.TB, e *Env, args ...string) *Flyd {
 // build: a test of an upgrade).
 func StartFlydBinary(t testing.TB, e *Env, flyd string, args ...string) *Flyd {
 	t.Helper()
-	p := &Flyd{socket: e.Paths.Socket, Stderr: &Buffer{}, done: make(chan error, 1)}
+	p := &Flyd{socket: e.Paths.Socket, runs: e.Paths.Runs(), Stderr: &Buffer{}, done: make(chan error, 1)}
 	// A free loopback port unless the test names one: tests run side by
 	// side, and a developer's own flyd may hold the default.
 	base := []string{"run", "--log-level", "debug"}
@@ -60,9 +61,13 @@ func StartFlydBinary(t testing.TB, e *Env, flyd string, args ...string) *Flyd {
 	}
 	go func() { p.done <- p.Cmd.Wait() }() // owned by p: drained by Stop or Kill
 	t.Cleanup(func() {
+		var report string
+		if t.Failed() && p.running() { // what became of the runs the test waited on
+			report = runsReport(p.socket, p.runs)
+		}
 		p.StopRuns(t)
 		if t.Failed() { // what flyd did while the test waited
-			t.Logf("flyd's log:\n%s", p.Stderr)
+			t.Logf("flyd's log:\n%s\nits runs:\n%s", p.Stderr, report)
 		}
 	})
 	lc := localclient.New(e.Paths.Socket)
@@ -107,6 +112,17 @@ func (p *Flyd) ready(lc *localclient.Client) error {
 func (p *Flyd) Stop(t testing.TB) {
 	_ = askToStop(p.Cmd, p.socket)
 	p.waitStopped(t)
+}
+
+// running reports whether the process has not ended.
+func (p *Flyd) running() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return false
+	default:
+		return true
+	}
 }
 
 // StopRuns is Stop with every run: flyctl daemon stop --runs.

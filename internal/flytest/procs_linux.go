@@ -36,3 +36,33 @@ func flydsOf(stateDir string) []int {
 	}
 	return out
 }
+
+// descendants names the processes under pid (pid itself first), as
+// "pid name", for a failed test's report: what a run's process started.
+func descendants(pid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	name := map[int]string{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:]) // state, ppid, …
+		if len(f) < 2 {
+			continue
+		}
+		pp, _ := strconv.Atoi(string(f[1]))
+		parent[p] = pp
+		name[p] = string(b[bytes.IndexByte(b, '(')+1 : i])
+	}
+	return tree(pid, parent, name)
+}
+
+// startHung: only Wine leaves a process start hanging (procs_windows.go).
+func startHung([]string) bool { return false }
