@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,6 +310,10 @@ func TestExitStatus(t *testing.T) {
 	}
 	if _, _, code := flyctl(t, e.Getenv, "logs", "tail", id); code != 0 {
 		t.Errorf("logs tail of a crashed run exits %d, want 0", code)
+	}
+	// flyctl runs says it crashed (its app had started), not "failed".
+	if out := mustFlyctl(t, e.Getenv, "runs", "--all"); !regexp.MustCompile(`(?m)^` + id + `\s+run\s+crashed\s+255\s`).MatchString(out) {
+		t.Errorf("flyctl runs --all =\n%s\nwant run %s crashed, exit 255", out, id)
 	}
 }
 

@@ -22,6 +22,15 @@ import (
 // runInfo is a run as flyd's HTTP API reports it.
 type runInfo = wire.Run
 
+// shownState is a run's state as a person reads it: a failed run whose
+// app had started "crashed".
+func shownState(r runInfo) string {
+	if r.Crashed {
+		return "crashed"
+	}
+	return r.State
+}
+
 // runFailed reports whether an ended run counts as a failure for
 // --exit-status: it failed, was interrupted, or exited non-zero.
 func runFailed(state string, exitCode *int) bool {
@@ -110,6 +119,9 @@ default those of the workspace that contains the current directory (or
 --workspace DIR), plus every live one elsewhere; --all lists every run
 flyd keeps, one-shot tools (devices, doctor, create) included (it keeps
 the last 100 finished ones for a week by default). The columns:
+  STATE    starting, running; once ended: stopped, exited, failed (did not
+           build or start), crashed (failed after its app had started),
+           cancelled or interrupted
   EXIT     the exit code of a run that has ended (- while it runs)
   ERRORS   the app's framework errors (a flutter run's): how many distinct
            ones since its last hot reload or restart, then, when it
@@ -119,8 +131,9 @@ the last 100 finished ones for a week by default). The columns:
   BY       the MCP client that started it, as it names itself (flyd for
            an upstream server it runs)
 A claim on a live run, and the last thing a client did to it, follow
-the table. --json prints {"runs": [...]} with flyd's run records; their
-fields may grow but never change meaning.`
+the table. --json prints {"runs": [...]} with flyd's run records (a
+crashed run's state is "failed", with "crashed": true); their fields may
+grow but never change meaning.`
 
 type runsOptions struct {
 	all       bool
@@ -222,7 +235,7 @@ func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error 
 		if r.ExitCode != nil {
 			exit = strconv.Itoa(*r.ExitCode)
 		}
-		row(tw, r.RunID, r.Kind, r.State, exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), startedBy(r), r.Root, shellJoin(r.Argv))
+		row(tw, r.RunID, r.Kind, shownState(r), exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), startedBy(r), r.Root, shellJoin(r.Argv))
 		if r.Claim != nil {
 			claims = append(claims, fmt.Sprintf("%s is claimed by %q until %s%s", r.RunID, r.Claim.By.Client, r.Claim.Until.Local().Format("15:04:05"), quotedNote(r.Claim.Note)))
 		}

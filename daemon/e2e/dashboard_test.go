@@ -210,9 +210,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if want := "2× A RenderFlex overflowed by 42 pixels on the right. — Row at lib/main.dart:30:12"; s["error"] != want {
 		t.Errorf("the ended run's errors panel = %q, want %q (from its log)", s["error"], want)
 	}
-	if s := steps["crashed-log"]; s == nil || s["state"] != crashed.State || !strings.HasPrefix(fmt.Sprint(s["log_state"]), "ended: "+crashed.State) ||
+	if !crashed.Crashed || crashed.State != wire.RunFailed {
+		t.Errorf("the run that crashed is %s (crashed %v), want failed, crashed", crashed.State, crashed.Crashed)
+	}
+	if s := steps["crashed-log"]; s == nil || s["state"] != "crashed" || !strings.HasPrefix(fmt.Sprint(s["log_state"]), "ended: crashed") ||
 		s["lost"] != true {
-		t.Errorf("the crashed run in the dashboard = %v, want it listed %s, its log read to the crash", s, crashed.State)
+		t.Errorf("the crashed run in the dashboard = %v, want it listed as crashed, its log read to the crash", s)
 	}
 	if s := steps["clean-finished"]; s["visible_again"] != float64(0) {
 		t.Errorf("the toggle unchecked again shows %v events, want none", s["visible_again"])

@@ -187,7 +187,7 @@ func ended(rec store.Record) string {
 	}
 	switch rec.State {
 	case store.StateFailed:
-		if appKind(rec.Kind) && (rec.VMServiceURI != "" || rec.DTDURI != "") {
+		if runs.Crashed(rec) {
 			return "crashed"
 		}
 		return "failed"

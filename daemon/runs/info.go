@@ -24,6 +24,7 @@ func Info(rec store.Record) wire.Run {
 		RunID: rec.ID, Kind: string(rec.Kind), State: string(rec.State), Argv: rec.Argv, Root: rec.Root, PID: rec.PID,
 		ExitCode: rec.ExitCode, StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, AppID: rec.AppID,
 		VMServiceURI: rec.VMServiceURI, DTDURI: rec.DTDURI, Error: rec.Error, LogURI: LogURI(rec.Kind, rec.ID),
+		Crashed: Crashed(rec),
 	}
 	if a := rec.StartedBy; a != nil {
 		w.StartedBy = &wire.Actor{Session: a.Session, Client: a.Client}
@@ -35,6 +36,14 @@ func Info(rec store.Record) wire.Run {
 		w.Errors = &wire.Errors{Total: c.Total, Distinct: c.Distinct, Current: c.Current, URI: ErrorsURI(rec.ID)}
 	}
 	return w
+}
+
+// Crashed reports whether rec is an app that failed after it had started
+// (flutter gave its VM service or DTD): it crashed, where one that
+// failed before then did not build or start.
+func Crashed(rec store.Record) bool {
+	return rec.State == store.StateFailed && (rec.Kind == store.KindRun || rec.Kind == store.KindApp) &&
+		(rec.VMServiceURI != "" || rec.DTDURI != "")
 }
 
 // ErrorsURI names the resource of a flutter run's errors.

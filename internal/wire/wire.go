@@ -268,6 +268,10 @@ type Run struct {
 	LastAction   *Action   `json:"last_action,omitempty"` // the newest thing a client did to it
 	Claim        *Claim    `json:"claim,omitempty"`       // a session's hold on it, while it lasts
 	Errors       *Errors   `json:"errors,omitempty"`      // the app's framework errors (a flutter run's)
+	// Crashed says that a failed run's app had started (flutter gave its
+	// VM service or DTD) before it ended: it crashed, rather than failing
+	// to build or start.
+	Crashed bool `json:"crashed,omitempty"`
 	// Holder says how flyd has a live run's process: "holder" (its holder
 	// keeps it, and it outlives flyd), "reconnecting" (to its holder),
 	// "degraded" (its holder is gone: the app runs on, reachable through

@@ -97,6 +97,8 @@ function appName(r) {
 }
 
 const isLive = (r) => r.state === "running" || r.state === "starting";
+// A failed run whose app had started crashed (flyd says which: r.crashed).
+const shownState = (r) => (r.crashed ? "crashed" : r.state);
 
 // listed reports whether the runs table shows r: runs and builds (and the
 // apps fly follows), not one-shot tools nor upstream servers, which have
@@ -208,7 +210,7 @@ function renderRuns() {
     if (live) actions.append(el("button", { type: "button", class: "danger", "data-action": "stop", onclick: () => post(`/v1/runs/${r.run_id}/stop`) }, "Stop"));
     const tr = el("tr", { "data-run": r.run_id, class: r.run_id === selected ? "selected" : "" },
       el("td", {}, el("a", { class: "run mono", onclick: () => select(r.run_id) }, r.run_id)),
-      el("td", {}, r.kind), el("td", { class: "state state-" + r.state }, r.state),
+      el("td", {}, r.kind), el("td", { class: "state state-" + shownState(r) }, shownState(r)),
       el("td", { class: "app", title: [r.app_id, r.root].filter(Boolean).join(" — ") }, appName(r)),
       el("td", { class: "device" }, device(r)), el("td", {}, duration(r)), el("td", {}, r.exit_code ?? ""),
       el("td", { class: "by" }, r.started_by ? r.started_by.client || "unnamed" : r.kind === "upstream" ? "flyd" : "-"),
@@ -370,7 +372,8 @@ function select(id) {
       if (logErrors && e.stream === "error") addLogError(e);
       if (paused) held.push(e); else appendLine(e);
     } else if (e.type === "exit" || e.type === "end") {
-      $("#log-state").textContent = `ended: ${e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
+      const r = runs.get(id);
+      $("#log-state").textContent = `ended: ${r && r.crashed ? "crashed" : e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
       return true;
     }
     return false;
