@@ -41,8 +41,8 @@ const (
 	StateStarting    State = wire.RunStarting
 	StateRunning     State = wire.RunRunning
 	StateStopped     State = wire.RunStopped     // stopped by a client or by flyd's shutdown
-	StateExited      State = wire.RunExited      // the process exited by itself
-	StateFailed      State = wire.RunFailed      // it could not start, or the build failed
+	StateExited      State = wire.RunExited      // the process exited by itself, with code 0
+	StateFailed      State = wire.RunFailed      // it could not start, exited non-zero or timed out
 	StateCancelled   State = wire.RunCancelled   // the call that waited for it was cancelled, so it was killed
 	StateInterrupted State = wire.RunInterrupted // flyd died while it was live; see MarkInterrupted
 )

@@ -147,7 +147,7 @@ func followErrors(ctx context.Context, next func() (wire.ErrorsPage, error), clo
 				if err := p.flush(time.Now(), true); err != nil {
 					return err
 				}
-				fmt.Fprintf(p.stderr, "flyctl: run %s ended (%s)\n", runID, n.pg.State)
+				fmt.Fprintf(p.stderr, "flyctl: run %s ended (%s)\n", runID, shownState(n.pg.State, n.pg.Crashed))
 				return nil
 			}
 			if err := p.page(n.pg, time.Now()); err != nil {

@@ -295,7 +295,7 @@ func TestExitStatus(t *testing.T) {
 	id := startRun(t, cs)
 
 	out, errs, code := flyctl(t, e.Getenv, "logs", "tail", id, "-f", "--exit-status")
-	want := fmt.Sprintf("-- run %s exited: failed (exit code %d) --\n", id, fakeflutter.CrashExitCode)
+	want := fmt.Sprintf("-- run %s exited: crashed (exit code %d) --\n", id, fakeflutter.CrashExitCode)
 	if code != 1 || !strings.HasSuffix(out, want) || !strings.Contains(errs, "exit code 255") {
 		t.Errorf("logs tail -f --exit-status of a crashing run: exit %d, stdout ends %q, stderr %q; want 1, %q", code, lastLine(out), errs, want)
 	}

@@ -23,12 +23,12 @@ import (
 type runInfo = wire.Run
 
 // shownState is a run's state as a person reads it: a failed run whose
-// app had started "crashed".
-func shownState(r runInfo) string {
-	if r.Crashed {
+// app had started "crashed" (flyd says which).
+func shownState(state string, crashed bool) string {
+	if crashed {
 		return "crashed"
 	}
-	return r.State
+	return state
 }
 
 // runFailed reports whether an ended run counts as a failure for
@@ -119,9 +119,9 @@ default those of the workspace that contains the current directory (or
 --workspace DIR), plus every live one elsewhere; --all lists every run
 flyd keeps, one-shot tools (devices, doctor, create) included (it keeps
 the last 100 finished ones for a week by default). The columns:
-  STATE    starting, running; once ended: stopped, exited, failed (did not
-           build or start), crashed (failed after its app had started),
-           cancelled or interrupted
+  STATE    starting, running; once ended: stopped, exited (code 0),
+           failed (did not start, exited non-zero, or timed out), crashed
+           (failed after the app had started), cancelled or interrupted
   EXIT     the exit code of a run that has ended (- while it runs)
   ERRORS   the app's framework errors (a flutter run's): how many distinct
            ones since its last hot reload or restart, then, when it
@@ -235,7 +235,7 @@ func writeRunsTable(w io.Writer, runs []runInfo, now time.Time, tty bool) error 
 		if r.ExitCode != nil {
 			exit = strconv.Itoa(*r.ExitCode)
 		}
-		row(tw, r.RunID, r.Kind, shownState(r), exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), startedBy(r), r.Root, shellJoin(r.Argv))
+		row(tw, r.RunID, r.Kind, shownState(r.State, r.Crashed), exit, errorCount(r.Errors), startedAt(r.StartedAt, now, tty), startedBy(r), r.Root, shellJoin(r.Argv))
 		if r.Claim != nil {
 			claims = append(claims, fmt.Sprintf("%s is claimed by %q until %s%s", r.RunID, r.Claim.By.Client, r.Claim.Until.Local().Format("15:04:05"), quotedNote(r.Claim.Note)))
 		}

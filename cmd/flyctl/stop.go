@@ -50,6 +50,6 @@ func cmdStop(ctx context.Context, c *call, o *stopOptions) error {
 	if !wasLive {
 		note = " (it had already ended)"
 	}
-	_, err = fmt.Fprintf(c.stdout, "run %s: %s%s\n", stopped.RunID, outcome(stopped.State, stopped.ExitCode, stopped.Error), note)
+	_, err = fmt.Fprintf(c.stdout, "run %s: %s%s\n", stopped.RunID, outcome(shownState(stopped.State, stopped.Crashed), stopped.ExitCode, stopped.Error), note)
 	return err
 }

@@ -77,7 +77,7 @@ func (t *tailer) run(ctx context.Context) error {
 	}
 	if !t.o.follow {
 		if t.o.exitStatus && end != nil && end.State != wire.RunStarting && end.State != wire.RunRunning && runFailed(end.State, end.ExitCode) {
-			return fmt.Errorf("run %s ended %s", t.runID, outcome(end.State, end.ExitCode, end.Error))
+			return fmt.Errorf("run %s ended %s", t.runID, outcome(shownState(end.State, end.Crashed), end.ExitCode, end.Error))
 		}
 		return nil
 	}
@@ -246,6 +246,7 @@ type jsonExit struct {
 	Type     string `json:"type"`
 	RunID    string `json:"run_id"`
 	State    string `json:"state"`
+	Crashed  bool   `json:"crashed,omitempty"`
 	ExitCode *int   `json:"exit_code"`
 	Error    string `json:"error,omitempty"`
 	Cursor   string `json:"cursor"`
@@ -310,15 +311,15 @@ func (t *tailer) exit(l *logLine) error {
 	t.last = max(t.last, l.LastSeq)
 	var err error
 	if t.o.output == "json" {
-		err = t.writeJSON(jsonExit{Type: wire.LogLineExit, RunID: t.runID, State: l.State, ExitCode: l.ExitCode, Error: l.Error, Cursor: formatCursor(t.runID, t.last)})
+		err = t.writeJSON(jsonExit{Type: wire.LogLineExit, RunID: t.runID, State: l.State, Crashed: l.Crashed, ExitCode: l.ExitCode, Error: l.Error, Cursor: formatCursor(t.runID, t.last)})
 	} else {
-		err = t.note(fmt.Sprintf("-- run %s exited: %s --", t.runID, safetext.Line(outcome(l.State, l.ExitCode, l.Error))))
+		err = t.note(fmt.Sprintf("-- run %s exited: %s --", t.runID, safetext.Line(outcome(shownState(l.State, l.Crashed), l.ExitCode, l.Error))))
 	}
 	if err != nil {
 		return err
 	}
 	if t.o.exitStatus && runFailed(l.State, l.ExitCode) {
-		return fmt.Errorf("run %s ended %s", t.runID, outcome(l.State, l.ExitCode, l.Error))
+		return fmt.Errorf("run %s ended %s", t.runID, outcome(shownState(l.State, l.Crashed), l.ExitCode, l.Error))
 	}
 	return nil
 }

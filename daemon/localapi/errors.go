@@ -92,7 +92,8 @@ func (a *API) errors(w http.ResponseWriter, r *http.Request) error {
 			if pg := errorsPage(rn, since, all); len(pg.Errors) > 0 {
 				lw.add(pg)
 			}
-			lw.add(statusLine{Type: wire.LogLineEnd, State: string(rn.Record().State)})
+			rec := rn.Record()
+			lw.add(statusLine{Type: wire.LogLineEnd, State: string(rec.State), Crashed: runs.Crashed(rec)})
 			if err := lw.flush(); err != nil {
 				return streamError{err}
 			}

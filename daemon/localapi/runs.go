@@ -351,7 +351,7 @@ func (a *API) logs(w http.ResponseWriter, r *http.Request) error {
 }
 
 func status(typ string, rec store.Record, last uint64) statusLine {
-	return statusLine{Type: typ, State: string(rec.State), ExitCode: rec.ExitCode, Error: rec.Error, LastSeq: last}
+	return statusLine{Type: typ, State: string(rec.State), Crashed: runs.Crashed(rec), ExitCode: rec.ExitCode, Error: rec.Error, LastSeq: last}
 }
 
 // history writes the entries after since up to until at least, a page at

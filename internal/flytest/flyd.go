@@ -62,7 +62,7 @@ func StartFlydBinary(t testing.TB, e *Env, flyd string, args ...string) *Flyd {
 	go func() { p.done <- p.Cmd.Wait() }() // owned by p: drained by Stop or Kill
 	t.Cleanup(func() {
 		var report string
-		if t.Failed() && p.running() { // what became of the runs the test waited on
+		if t.Failed() { // what became of the runs the test waited on
 			report = runsReport(p.socket, p.runs)
 		}
 		p.StopRuns(t)
@@ -112,17 +112,6 @@ func (p *Flyd) ready(lc *localclient.Client) error {
 func (p *Flyd) Stop(t testing.TB) {
 	_ = askToStop(p.Cmd, p.socket)
 	p.waitStopped(t)
-}
-
-// running reports whether the process has not ended.
-func (p *Flyd) running() bool {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return false
-	default:
-		return true
-	}
 }
 
 // StopRuns is Stop with every run: flyctl daemon stop --runs.

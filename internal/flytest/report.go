@@ -2,6 +2,7 @@ package flytest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/fly-dev/fly/internal/holder"
 	"github.com/fly-dev/fly/internal/localclient"
+	"github.com/fly-dev/fly/internal/wire"
+	"github.com/fly-dev/fly/logring"
 )
 
 // Bounds of a failed test's report of its runs.
@@ -24,23 +27,31 @@ const (
 // failure that says it once more, as it does for Wine's failed starts.
 const WineStartHung = "wine: the run's cmd.exe never started its flutter"
 
-// runsReport is what a failed test shows of the runs of a flyd that is
-// still up: each run's state and newest log lines, and what each run's
-// holder wrote down (its state file, its own log, whether it and its
-// child live). A run that never got going says here why.
+// quietFor is how long a run must have been starting without a line from
+// flutter before the report may take it for a start that never happened:
+// flutter prints its first line at once.
+const quietFor = 30 * time.Second
+
+// runsReport is what a failed test shows of the runs of its flyd: each
+// run's state and newest log lines while flyd answers, and what each
+// run's holder wrote down (its state file, its own log, whether it and
+// its child live, the processes under the child), which needs no flyd.
+// A run that never got going says here why.
 func runsReport(socket, runsDir string) string {
 	var b strings.Builder
 	lc := localclient.New(socket)
 	defer lc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := lc.Runs(ctx)
-	if err != nil {
+	quiet := map[string]bool{} // starting for quietFor, and not a line from flutter
+	if list, err := lc.Runs(ctx); err != nil {
 		fmt.Fprintf(&b, "runs: %v\n", err)
 	} else {
 		for _, r := range list.Runs {
 			fmt.Fprintf(&b, "run %s: kind %s, state %s, pid %d, holder %q %s\n", r.RunID, r.Kind, r.State, r.PID, r.Holder, r.Degraded)
-			b.WriteString(logTail(ctx, lc, r.RunID))
+			text, flutter := logTail(ctx, lc, r.RunID)
+			b.WriteString(text)
+			quiet[r.RunID] = r.State == wire.RunStarting && time.Since(r.StartedAt) >= quietFor && !flutter
 		}
 	}
 	ents, _ := os.ReadDir(runsDir)
@@ -54,8 +65,8 @@ func runsReport(socket, runsDir string) string {
 			if st.Child.Same() {
 				procs := descendants(st.Child.PID)
 				fmt.Fprintf(&b, "its child's processes: %s\n", strings.Join(procs, ", "))
-				if startHung(procs) {
-					fmt.Fprintf(&b, "%s (run %s)\n", WineStartHung, e.Name())
+				if quiet[e.Name()] && startHung(procs) {
+					fmt.Fprintf(&b, "%s (run %s, starting for over %v without a line from flutter)\n", WineStartHung, e.Name(), quietFor)
 				}
 			}
 		}
@@ -64,11 +75,12 @@ func runsReport(socket, runsDir string) string {
 	return b.String()
 }
 
-// logTail is a run's newest log lines, as flyd sends them.
-func logTail(ctx context.Context, lc *localclient.Client, id string) string {
+// logTail is a run's newest log lines, as flyd sends them, and whether
+// any of them came from flutter (not flyd's own notes).
+func logTail(ctx context.Context, lc *localclient.Client, id string) (text string, flutter bool) {
 	s, err := lc.Logs(ctx, id, localclient.LogsOptions{Tail: reportLines})
 	if err != nil {
-		return fmt.Sprintf("  its log: %v\n", err)
+		return fmt.Sprintf("  its log: %v\n", err), false
 	}
 	defer s.Close()
 	var b strings.Builder
@@ -78,7 +90,11 @@ func logTail(ctx context.Context, lc *localclient.Client, id string) string {
 			if err != io.EOF {
 				fmt.Fprintf(&b, "  (%v)\n", err)
 			}
-			return b.String()
+			return b.String(), flutter
+		}
+		var l wire.LogLine
+		if json.Unmarshal(line, &l) == nil && l.Type == wire.LogLineEntry && l.Stream != string(logring.Fly) {
+			flutter = true
 		}
 		fmt.Fprintf(&b, "  %s\n", line)
 	}

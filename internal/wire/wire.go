@@ -241,8 +241,8 @@ const (
 	RunStarting    = "starting"
 	RunRunning     = "running"
 	RunStopped     = "stopped"     // stopped by a client or by flyd's shutdown
-	RunExited      = "exited"      // the process exited by itself
-	RunFailed      = "failed"      // it could not start, or the build failed
+	RunExited      = "exited"      // the process exited by itself, with code 0
+	RunFailed      = "failed"      // it could not start, exited non-zero or timed out (see Run.Crashed)
 	RunCancelled   = "cancelled"   // the call that waited for it was cancelled, so it was killed
 	RunInterrupted = "interrupted" // flyd died while it was live
 )
@@ -303,6 +303,7 @@ type ErrorsPage struct {
 	Type       string     `json:"type"` // "errors"; a follow ends with one "end" line
 	RunID      string     `json:"run_id"`
 	State      string     `json:"state"`
+	Crashed    bool       `json:"crashed,omitempty"` // the end line's: as Run's
 	Generation int        `json:"generation"`
 	Errors     []AppError `json:"errors"`
 	NextSince  uint64     `json:"next_since"`
@@ -404,6 +405,7 @@ type (
 	StatusLine struct {
 		Type     string `json:"type"`
 		State    string `json:"state"`
+		Crashed  bool   `json:"crashed,omitempty"` // as Run's
 		ExitCode *int   `json:"exit_code"`
 		Error    string `json:"error,omitempty"`
 		LastSeq  uint64 `json:"last_seq"`
@@ -423,6 +425,7 @@ type LogLine struct {
 	Resume    uint64    `json:"resume"`
 	LastSeq   uint64    `json:"last_seq"`
 	State     string    `json:"state"`
+	Crashed   bool      `json:"crashed"`
 	ExitCode  *int      `json:"exit_code"`
 	Error     string    `json:"error"`
 }

@@ -372,8 +372,7 @@ function select(id) {
       if (logErrors && e.stream === "error") addLogError(e);
       if (paused) held.push(e); else appendLine(e);
     } else if (e.type === "exit" || e.type === "end") {
-      const r = runs.get(id);
-      $("#log-state").textContent = `ended: ${r && r.crashed ? "crashed" : e.state}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
+      $("#log-state").textContent = `ended: ${shownState(e)}` + (e.exit_code != null ? ` (exit ${e.exit_code})` : "");
       return true;
     }
     return false;
