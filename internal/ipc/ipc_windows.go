@@ -368,12 +368,17 @@ const connectPoll = 250 // ms
 // wrap.
 var procPeekNamedPipe = windows.NewLazySystemDLL("kernel32.dll").NewProc("PeekNamedPipe")
 
-// connected reports whether a client holds the other end of h: a peek
-// fails on an instance nobody has connected to yet.
+// connected reports whether a client has connected to h: it holds the
+// other end (a peek succeeds), or it held it and is gone already (the
+// peek finds the pipe broken: a connection whose reads end at once, as
+// Windows gives one). A peek fails otherwise on an instance nobody has
+// connected to yet. Taking only the first for a connection left a client
+// that came and went between two looks unseen, and Accept waiting on it
+// for ever.
 func connected(h windows.Handle) bool {
 	var avail uint32
-	r, _, _ := procPeekNamedPipe.Call(uintptr(h), 0, 0, 0, uintptr(unsafe.Pointer(&avail)), 0)
-	return r != 0
+	r, _, err := procPeekNamedPipe.Call(uintptr(h), 0, 0, 0, uintptr(unsafe.Pointer(&avail)), 0)
+	return r != 0 || errors.Is(err, windows.ERROR_BROKEN_PIPE)
 }
 
 // Close stops Accept and frees the spare instance. Connections already

@@ -193,12 +193,15 @@ func TestAcceptTemporaryError(t *testing.T) {
 		}
 		accepted <- err
 	}()
+	// The client stays until it is accepted: one that left before would
+	// be dropped, as it should, and Accept would wait for the next.
 	c, err := Dial(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	err = <-accepted
 	c.Close()
-	if err := <-accepted; err != nil {
+	if err != nil {
 		t.Fatalf("Accept (its next spare failing) = %v, want the connection", err)
 	}
 	_, err = l.Accept()
@@ -321,12 +324,13 @@ func TestNoInstanceJoinsAnotherPipe(t *testing.T) {
 		}
 		accepted <- c
 	}()
-	client, err := Dial(context.Background(), name)
+	client, err := Dial(context.Background(), name) // it stays until accepted: see TestAcceptTemporaryError
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := <-accepted
 	client.Close()
-	if c := <-accepted; c != nil {
+	if c != nil {
 		c.Close() // the listener's last instance: the name is free
 	}
 	// Another program takes the name, with an access list that would let
@@ -355,5 +359,33 @@ func TestNoInstanceJoinsAnotherPipe(t *testing.T) {
 		l.Close()
 		<-done
 		t.Fatal("Accept joined the other program's pipe and waited for its clients")
+	}
+}
+
+// connected, Accept's look at an instance whose pending connect has not
+// said so (Wine), sees a client that is there, and one that came and is
+// gone already (the instance is broken, never to take another client: a
+// connection whose reads end at once), but not an instance nobody came to.
+func TestConnected(t *testing.T) {
+	name := endpoint(t)
+	ln, err := Listen(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	h := ln.(*pipeListener).spare
+	if connected(h) {
+		t.Error("connected(an instance no client came to) = true")
+	}
+	c, err := Dial(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !connected(h) {
+		t.Error("connected(an instance with its client) = false")
+	}
+	c.Close()
+	if !connected(h) {
+		t.Error("connected(an instance whose client came and left) = false: Accept would wait on it for ever")
 	}
 }
