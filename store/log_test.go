@@ -412,6 +412,42 @@ func TestWriterWindow(t *testing.T) {
 	})
 }
 
+// TestWriterWindowAfterPoke: a poke left from a Flush the writer had
+// already served, found with entries queued behind it, must not leave
+// them waiting for the next whole batch or Flush (a stopped window
+// timer). The writer is started with both at hand, in a bubble with a
+// fake clock, many times: it picks either first at random.
+func TestWriterWindowAfterPoke(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, err := Open(filepath.Join(t.TempDir(), "fly.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		id := NewRunID()
+		mustPutRun(t, db, Record{ID: id, State: StateRunning})
+		for i := range 40 {
+			for range 3 {
+				db.Append(id, Entry{Text: "x"})
+			}
+			db.poke() // as a Flush does, its token left over
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- db.Run(ctx) }() // ended by cancel below
+			time.Sleep(batchWindow)
+			synctest.Wait()
+			st, _ := db.LogStats(id)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run() = %v", err)
+			}
+			if want := uint64(3 * (i + 1)); st.LastSeq != want {
+				t.Fatalf("start %d: %d entries committed a window after they were queued, want %d", i, st.LastSeq, want)
+			}
+		}
+	})
+}
+
 // TestConcurrentUse appends from several goroutines while others flush and
 // the writer is stopped and restarted, then closes: every entry is
 // stored, in order.

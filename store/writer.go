@@ -81,7 +81,14 @@ func (db *DB) Run(ctx context.Context) error {
 			b.add(o)
 			take()
 		case <-db.batchReady:
+			// A token left from a Flush the queue case already served may
+			// find a few entries and no whole batch: their window starts
+			// now, as it does when the queue case takes the first.
+			pending := b.pending()
 			take()
+			if !pending && b.pending() {
+				timer.Reset(batchWindow)
+			}
 		case <-window:
 			take()
 			db.commit(&b)
