@@ -543,10 +543,14 @@ func TestIndexWatch(t *testing.T) {
 		if c := w.wait(t, "added", want...); !slices.Contains(c.Updated, "lib/app.dart") {
 			t.Errorf("lib/app.dart not updated: %+v", c.Updated)
 		}
-		// 502 writes arrive in a few batches, not one call each. The bound
-		// is loose: a batch closes at the latest 250 ms after it opened.
-		if w.calls > 10 {
-			t.Errorf("%d onChange calls for a burst of 502 writes", w.calls)
+		// 502 writes arrive in batches, not one call each: a few on an idle
+		// machine. A batch also closes after 50 ms without an event, and a
+		// loaded machine (the race detector, other test binaries) pauses
+		// this writer, or the watcher's reader, that long now and then: 20
+		// calls were seen under a stress run. The bound says batching
+		// happens, which a call per write (or per few) does not meet.
+		if w.calls > 50 {
+			t.Errorf("%d onChange calls for a burst of 502 writes, want batches (at most 50)", w.calls)
 		}
 	})
 }
