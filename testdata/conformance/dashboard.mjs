@@ -101,22 +101,26 @@ try {
   out({ step: "no-cookie", status });
 
   // Another local server the user visits, on another port of the same
-  // host: a navigation and a credentialed cross-origin fetch from the
-  // dashboard's own page send it nothing usable, and its page cannot
-  // read the dashboard's storage.
+  // host: the dashboard's page cannot send it anything (its CSP's
+  // connect-src refuses a credentialed cross-origin fetch before it is
+  // sent), a navigation to it carries nothing of the dashboard's, and its
+  // page cannot read the dashboard's storage.
   if (process.env.FLY_OTHER) {
-    // A loaded browser may fail the fetch before sending it (it throws):
-    // tried up to three times, so that the server below sees one.
-    await page.evaluate(async (u) => {
-      for (let i = 0; i < 3; i++) {
-        try { await fetch(u + "fetched", { credentials: "include", mode: "no-cors" }); return; } catch (e) {}
-      }
+    const fetched = await page.evaluate(async (u) => {
+      let violated = "";
+      const seen = (e) => { violated = e.violatedDirective; };
+      document.addEventListener("securitypolicyviolation", seen);
+      let sent = true;
+      try { await fetch(u + "fetched", { credentials: "include", mode: "no-cors" }); } catch (e) { sent = false; }
+      await new Promise((r) => setTimeout(r, 0)); // the violation's event is queued as a task
+      document.removeEventListener("securitypolicyviolation", seen);
+      return { sent, violated };
     }, process.env.FLY_OTHER);
     const other = await context.newPage();
     await other.goto(process.env.FLY_OTHER + "visited");
     const stored = await other.evaluate(() => JSON.stringify([sessionStorage.getItem("fly_token"), localStorage.length, document.cookie]));
     await other.close();
-    out({ step: "other-port", stored });
+    out({ step: "other-port", stored, fetched });
   }
 
   // A reload keeps the login: the token is in the tab's sessionStorage.
