@@ -57,6 +57,18 @@ func TestHolderTerminatedFullConnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// The holder says the spool is full first thing once it has taken the
+	// connection as flyd's: told to end before that, it would rightly
+	// count no flyd connected.
+	for {
+		m, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Spool != nil && m.Spool.Full {
+			break
+		}
+	}
 	if err := syscall.Kill(st.Holder.PID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
