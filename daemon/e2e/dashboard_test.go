@@ -103,6 +103,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		crashed = r
 		return ok && !r.Live()
 	})
+	// The shims go before the browser script has flyd restarted: a shim
+	// that lost its flyd starts one of its own at once, which could take
+	// the state dir before the test's flyd on the dashboard's address.
+	cs.Close()
+	crashCS.Close()
 	pid := st.Runs[0].PID
 	tok, err := os.ReadFile(e.Paths.Token())
 	if err != nil {
