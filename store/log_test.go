@@ -434,6 +434,8 @@ func TestWriterWindowAfterPoke(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- db.Run(ctx) }() // ended by cancel below
+			// The bubble's fake clock: the window passing is the condition
+			// (a stuck writer has no event to wait on), and it costs no time.
 			time.Sleep(batchWindow)
 			synctest.Wait()
 			st, _ := db.LogStats(id)
